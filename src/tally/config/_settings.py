@@ -1,0 +1,87 @@
+"""Settings: every ``TALLY_*`` variable, its default and its allowed range.
+
+One frozen object, read once at startup. Secrets are ``SecretStr`` so that no
+repr, log line or ``tally config show`` can print them; each also takes a
+``_FILE`` variant naming a file that holds it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """The daemon's configuration; field ``x`` is the variable ``TALLY_X``."""
+
+    model_config = SettingsConfigDict(env_prefix="TALLY_", frozen=True, extra="ignore", case_sensitive=False)
+
+    # -- process -------------------------------------------------------------------------------------
+    state_dir: Path = Path("./tally-state")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["plain", "json"] = "plain"
+    metrics_enabled: bool = True
+    shutdown_grace_s: float = Field(10.0, ge=0, le=3600)
+
+    # -- Reporting API -------------------------------------------------------------------------------
+    reporting_enabled: bool = True
+    reporting_http_addr: str = "127.0.0.1"
+    reporting_http_port: int = Field(8080, ge=0, le=65535)
+    reporting_db_url: SecretStr | None = None
+    reporting_db_max_conns: int = Field(10, ge=1, le=1000)
+    reporting_migrate_on_start: bool = True
+    reporting_auth_mode: Literal["enforced", "disabled"] = "enforced"
+    reporting_internal_token: SecretStr | None = None
+    reporting_unhealthy_threshold_s: int = Field(600, ge=1, le=86400)
+    reporting_oidc_jwks_url: str | None = None
+    ingest_require_size_schema: bool = False
+    reporting_attributing_relation_types: str = "infrastructure_tenant"
+    reporting_clouds_config: Path | None = None
+    reporting_sync_allow_at: bool = False
+    reporting_sync_budget_s: int = Field(45, ge=1, le=86400)
+    reporting_sync_settle_s: int = Field(60, ge=0, le=3600)
+    reporting_sync_clock_url: str | None = None
+    reporting_metrics_refresh_s: int = Field(60, ge=1, le=86400)
+
+    # -- collector (oslo notifications) ---------------------------------------------------------------
+    osc_amqp_url: SecretStr | None = None
+    osc_exchanges: str = "nova,neutron,openstack,glance"
+    osc_topics: str = "notifications.info"
+    osc_queue_name: str = "tally-notifications"
+    osc_queue_type: Literal["classic", "quorum"] = "classic"
+    osc_require_exchanges: bool = False
+    osc_cloud: str = "os-sim"
+    osc_reporting_url: str | None = None
+    osc_reporting_insecure: bool = False
+    osc_token: SecretStr | None = None
+    osc_buffer_path: Path | None = None
+    osc_http_port: int = Field(9090, ge=0, le=65535)
+    osc_batch_max: int = Field(500, ge=1, le=1000)
+    osc_flush_interval_s: float = Field(5.0, gt=0, le=3600)
+    osc_buffer_max_events: int = Field(1_000_000, ge=10, le=100_000_000)
+    osc_prefetch: int = Field(100, ge=1, le=65535)
+    osc_unhealthy_threshold_s: int = Field(600, ge=1, le=86400)
+
+    # -- simulator ------------------------------------------------------------------------------------
+    sim_amqp_url: SecretStr | None = None
+    sim_http_addr: str = "127.0.0.1"
+    sim_http_port: int = Field(8091, ge=0, le=65535)
+    sim_cloud: str = "os-sim"
+    sim_garden_cloud: str = "garden-sim"
+    sim_reporting_url: str | None = None
+    sim_api_token: SecretStr | None = None
+    sim_otlp_endpoint: str | None = None
+
+    @property
+    def store_url(self) -> str:
+        """The store to open: the configured URL, else the embedded SQLite file in the state directory."""
+        if self.reporting_db_url is not None:
+            return self.reporting_db_url.get_secret_value()
+        return f"sqlite:///{(self.state_dir / 'tally.sqlite3').resolve()}"
+
+    @property
+    def outbox_path(self) -> Path:
+        return self.osc_buffer_path if self.osc_buffer_path is not None else self.state_dir / "outbox.sqlite3"

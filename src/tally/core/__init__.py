@@ -1,0 +1,78 @@
+"""The core: canonical events, ids, instants and the timeline fold. Pure; imports nothing of ours.
+
+Everything else in Tally (store, ingest, collector, reconciliation, simulator)
+speaks these types, so the fold that bills a resource is the same function
+wherever a lifecycle is computed.
+"""
+
+from ._event import EVENT_TYPE_PATTERN as EVENT_TYPE_PATTERN
+from ._event import MAX_EVENT_ID as MAX_EVENT_ID
+from ._event import MAX_EVENT_TYPE as MAX_EVENT_TYPE
+from ._event import MAX_TEXT as MAX_TEXT
+from ._event import MEMBERS as MEMBERS
+from ._event import RESERVED_PLATFORMS as RESERVED_PLATFORMS
+from ._event import SOURCES as SOURCES
+from ._event import Category as Category
+from ._event import Event as Event
+from ._event import EventInvalid as EventInvalid
+from ._event import ResourceKey as ResourceKey
+from ._event import StoredEvent as StoredEvent
+from ._event import category_of as category_of
+from ._event import parse_event as parse_event
+from ._fold import DELETED as DELETED
+from ._fold import HISTORY_STARTS_WITHOUT_CREATE as HISTORY_STARTS_WITHOUT_CREATE
+from ._fold import Interval as Interval
+from ._fold import Lifecycle as Lifecycle
+from ._fold import ResourceRow as ResourceRow
+from ._fold import advance as advance
+from ._fold import fold_order as fold_order
+from ._fold import lifecycle as lifecycle
+from ._fold import needs_replay as needs_replay
+from ._fold import project as project
+from ._fold import sorted_events as sorted_events
+from ._fold import step as step
+from ._ids import deterministic_event_id as deterministic_event_id
+from ._ids import synthetic_event_id as synthetic_event_id
+from ._time import ONE_MICROSECOND as ONE_MICROSECOND
+from ._time import InstantError as InstantError
+from ._time import as_utc as as_utc
+from ._time import format_instant as format_instant
+from ._time import parse_instant as parse_instant
+from ._time import utc_now as utc_now
+
+__all__ = [
+    "DELETED",
+    "EVENT_TYPE_PATTERN",
+    "HISTORY_STARTS_WITHOUT_CREATE",
+    "MAX_EVENT_ID",
+    "MAX_EVENT_TYPE",
+    "MAX_TEXT",
+    "MEMBERS",
+    "ONE_MICROSECOND",
+    "RESERVED_PLATFORMS",
+    "SOURCES",
+    "Category",
+    "Event",
+    "EventInvalid",
+    "InstantError",
+    "Interval",
+    "Lifecycle",
+    "ResourceKey",
+    "ResourceRow",
+    "StoredEvent",
+    "advance",
+    "as_utc",
+    "category_of",
+    "deterministic_event_id",
+    "fold_order",
+    "format_instant",
+    "lifecycle",
+    "needs_replay",
+    "parse_event",
+    "parse_instant",
+    "project",
+    "sorted_events",
+    "step",
+    "synthetic_event_id",
+    "utc_now",
+]

@@ -1,0 +1,226 @@
+"""The canonical event: ten members, their limits, and the category of a type.
+
+``parse_event`` is the one validation of the wire object. Its refusal reasons
+start with ``schema:`` and name the member, because the Reporting API hands the
+reason to the client and dead-letters the item with it.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ._time import InstantError, format_instant, parse_instant
+
+EVENT_TYPE_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
+MAX_EVENT_ID = 256
+MAX_EVENT_TYPE = 512
+MAX_TEXT = 512
+RESERVED_PLATFORMS = frozenset({"meta", "partner"})
+SOURCES = frozenset({"collector", "reconciliation"})
+MEMBERS = (
+    "event_id",
+    "timestamp",
+    "event_type",
+    "platform",
+    "cloud",
+    "resource_type",
+    "resource_id",
+    "project_id",
+    "source",
+    "payload",
+)
+
+
+class EventInvalid(ValueError):
+    """A wire object that is not a canonical event; ``reason`` names the member."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Category(enum.Enum):
+    """What an event does to a resource's lifecycle, read from its type alone."""
+
+    CREATE = "create"  # opens the resource: needs state and size
+    UPDATE = "update"  # changes state, size or owner of a live resource
+    DELETE = "delete"  # ends the resource: terminal until an explicit create
+
+
+def category_of(event_type: str) -> Category:
+    """Any dot-separated part equal to ``create`` wins, then ``delete``, else update."""
+    parts = event_type.split(".")
+    if "create" in parts:
+        return Category.CREATE
+    if "delete" in parts:
+        return Category.DELETE
+    return Category.UPDATE
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceKey:
+    """A resource's identity; the type is part of it (a volume and an instance may share an id)."""
+
+    cloud: str
+    resource_type: str
+    resource_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One fact about one resource at one instant.
+
+    Invariant: ``timestamp`` is aware and in UTC; ``payload`` holds only JSON values.
+    """
+
+    event_id: str
+    timestamp: datetime
+    event_type: str
+    platform: str
+    cloud: str
+    resource_type: str
+    resource_id: str
+    project_id: str
+    source: str = "collector"
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> ResourceKey:
+        return ResourceKey(self.cloud, self.resource_type, self.resource_id)
+
+    @property
+    def category(self) -> Category:
+        return category_of(self.event_type)
+
+    @property
+    def state(self) -> str | None:
+        value = self.payload.get("state")
+        return value if isinstance(value, str) else None
+
+    @property
+    def size(self) -> Mapping[str, Any] | None:
+        value = self.payload.get("size")
+        return value if isinstance(value, Mapping) else None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON object of this event, as the API answers and accepts it."""
+        return {
+            "event_id": self.event_id,
+            "timestamp": format_instant(self.timestamp),
+            "event_type": self.event_type,
+            "platform": self.platform,
+            "cloud": self.cloud,
+            "resource_type": self.resource_type,
+            "resource_id": self.resource_id,
+            "project_id": self.project_id,
+            "source": self.source,
+            "payload": dict(self.payload),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event as the store holds it: with the instant it was received."""
+
+    event: Event
+    received_at: datetime
+
+    def to_wire(self) -> dict[str, Any]:
+        wire = self.event.to_wire()
+        wire["received_at"] = format_instant(self.received_at)
+        return wire
+
+
+def _contains_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, Mapping):
+        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_contains_nul(v) for v in value)
+    return False
+
+
+def _text(raw: Mapping[str, Any], member: str, limit: int) -> str:
+    value = raw.get(member)
+    if value is None:
+        raise EventInvalid(f"schema: {member} is required")
+    if not isinstance(value, str):
+        raise EventInvalid(f"schema: {member} must be a string")
+    if not value:
+        raise EventInvalid(f"schema: {member} must not be empty")
+    if len(value) > limit:
+        raise EventInvalid(f"schema: {member} is longer than {limit} characters")
+    return value
+
+
+def parse_event(raw: object, *, source: str | None = None) -> Event:
+    """Validate one wire object into an ``Event``.
+
+    ``source`` is what the ingesting pipeline stamps; when given it overwrites the
+    member (anything posted to the events route is stored as ``collector``), but
+    a value outside the known sources still refuses the item.
+    """
+    if not isinstance(raw, Mapping):
+        raise EventInvalid("schema: an event must be a JSON object")
+    if _contains_nul(raw):
+        raise EventInvalid("schema: the event contains a NUL character")
+    unknown = sorted(set(raw) - set(MEMBERS))
+    if unknown:
+        raise EventInvalid(f"schema: unknown member {unknown[0]}")
+    event_id = _text(raw, "event_id", MAX_EVENT_ID)
+    event_type = _text(raw, "event_type", MAX_EVENT_TYPE)
+    if not EVENT_TYPE_PATTERN.match(event_type):
+        raise EventInvalid(f"schema: event_type {event_type!r} does not match {EVENT_TYPE_PATTERN.pattern}")
+    texts = {
+        m: _text(raw, m, MAX_TEXT)
+        for m in ("platform", "cloud", "resource_type", "resource_id", "project_id")
+    }
+    for member in ("platform", "cloud"):
+        if texts[member] in RESERVED_PLATFORMS:
+            raise EventInvalid(f"schema: {member} {texts[member]!r} is reserved for virtual projects")
+    stamp = raw.get("timestamp")
+    if not isinstance(stamp, str):
+        raise EventInvalid("schema: timestamp is required as an ISO 8601 string with a zone")
+    try:
+        timestamp = parse_instant(stamp)
+    except InstantError as exc:
+        raise EventInvalid(f"schema: timestamp {exc}") from exc
+    given_source = raw.get("source", "collector")
+    if given_source not in SOURCES:
+        raise EventInvalid(f"schema: source must be one of {sorted(SOURCES)}")
+    payload = raw.get("payload", {})
+    if payload is None:
+        payload = {}
+    if not isinstance(payload, Mapping):
+        raise EventInvalid("schema: payload must be an object")
+    category = category_of(event_type)
+    state = payload.get("state")
+    if state is not None:
+        if not isinstance(state, str):
+            raise EventInvalid("schema: payload.state must be a string")
+        if len(state) > MAX_TEXT:
+            raise EventInvalid(f"schema: payload.state is longer than {MAX_TEXT} characters")
+    size = payload.get("size")
+    if size is not None and not isinstance(size, Mapping):
+        raise EventInvalid("schema: payload.size must be an object")
+    provider = payload.get("provider")
+    if provider is not None and not isinstance(provider, Mapping):
+        raise EventInvalid("schema: payload.provider must be an object")
+    if category is not Category.DELETE and not state:
+        raise EventInvalid(f"schema: payload.state is required on {category.value}")
+    if category is Category.CREATE and size is None:
+        raise EventInvalid("schema: payload.size is required on create")
+    return Event(
+        event_id=event_id,
+        timestamp=timestamp,
+        event_type=event_type,
+        source=source if source is not None else str(given_source),
+        payload=dict(payload),
+        **texts,
+    )

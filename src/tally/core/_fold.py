@@ -1,0 +1,210 @@
+"""The timeline fold: a resource's events in, its lifecycle and projection row out.
+
+One comparator orders every fold: (timestamp, received_at, event_id). The
+projection row and the lifecycle intervals are both reductions over that order,
+so folding the same events in any arrival order, with any duplication removed,
+gives the same answer. A delete is terminal: after it, only an explicit create
+brings the resource back, so a late update can never revive what was deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from ._event import Category, ResourceKey, StoredEvent
+
+HISTORY_STARTS_WITHOUT_CREATE = "history_starts_without_create"
+DELETED = "deleted"
+
+
+def fold_order(stored: StoredEvent) -> tuple[datetime, datetime, str]:
+    """The one order every fold uses."""
+    return (stored.event.timestamp, stored.received_at, stored.event.event_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A half-open span [start, end) of constant state, size and project; end None = still open."""
+
+    start: datetime
+    end: datetime | None
+    state: str
+    size: Mapping[str, Any]
+    project_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Lifecycle:
+    intervals: tuple[Interval, ...]
+    created_at: datetime | None
+    deleted_at: datetime | None
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRow:
+    """A row of ``current_resources``: the state after folding every event of one key.
+
+    Invariant: ``deleted_at`` is set exactly when ``state`` is ``deleted``.
+    """
+
+    key: ResourceKey
+    platform: str
+    project_id: str
+    state: str
+    size: Mapping[str, Any]
+    created_at: datetime | None
+    deleted_at: datetime | None
+    last_event_type: str
+    last_event_at: datetime
+    last_payload: Mapping[str, Any]
+    first_event_at: datetime
+    # The newest event in fold order: a later arrival sorting before it forces a replay.
+    last_received_at: datetime = field(compare=False, default=datetime.min)
+    last_event_id: str = field(compare=False, default="")
+
+    @property
+    def is_live(self) -> bool:
+        return self.deleted_at is None
+
+
+def sorted_events(events: Iterable[StoredEvent]) -> list[StoredEvent]:
+    return sorted(events, key=fold_order)
+
+
+def step(row: ResourceRow | None, stored: StoredEvent) -> ResourceRow:
+    """Apply one event, already in fold order, to a projection row."""
+    event = stored.event
+    category = event.category
+    bookkeeping: dict[str, Any] = {
+        "platform": event.platform,
+        "last_event_type": event.event_type,
+        "last_event_at": event.timestamp,
+        "last_payload": dict(event.payload),
+        "last_received_at": stored.received_at,
+        "last_event_id": event.event_id,
+    }
+    if row is None:
+        size = event.size if category is not Category.DELETE else None
+        return ResourceRow(
+            key=event.key,
+            project_id=event.project_id,
+            state=DELETED if category is Category.DELETE else (event.state or ""),
+            size=dict(size) if size is not None else {},
+            created_at=event.timestamp if category is Category.CREATE else None,
+            deleted_at=event.timestamp if category is Category.DELETE else None,
+            first_event_at=event.timestamp,
+            **bookkeeping,
+        )
+    if category is Category.CREATE:
+        return replace(
+            row,
+            project_id=event.project_id,
+            state=event.state or row.state,
+            size=dict(event.size) if event.size is not None else row.size,
+            created_at=row.created_at if row.created_at is not None else event.timestamp,
+            deleted_at=None,
+            **bookkeeping,
+        )
+    if category is Category.DELETE:
+        if row.deleted_at is not None:
+            return replace(row, **bookkeeping)
+        return replace(row, state=DELETED, deleted_at=event.timestamp, **bookkeeping)
+    if row.deleted_at is not None:
+        return replace(row, **bookkeeping)
+    return replace(
+        row,
+        project_id=event.project_id,
+        state=event.state if event.state is not None else row.state,
+        size=dict(event.size) if event.size is not None else row.size,
+        **bookkeeping,
+    )
+
+
+def project(events: Iterable[StoredEvent]) -> ResourceRow | None:
+    """Replay a key's whole history into its projection row (None for no events)."""
+    row: ResourceRow | None = None
+    for stored in sorted_events(events):
+        row = step(row, stored)
+    return row
+
+
+def needs_replay(row: ResourceRow | None, new_events: Iterable[StoredEvent]) -> bool:
+    """True when an event sorts before the row's newest one: the row must be rebuilt from history."""
+    if row is None:
+        return False
+    newest = (row.last_event_at, row.last_received_at, row.last_event_id)
+    return any(fold_order(e) < newest for e in new_events)
+
+
+def advance(row: ResourceRow | None, new_events: Iterable[StoredEvent]) -> ResourceRow | None:
+    """Fold events that all sort after the row's newest one onto the row."""
+    for stored in sorted_events(new_events):
+        row = step(row, stored)
+    return row
+
+
+def lifecycle(events: Iterable[StoredEvent]) -> Lifecycle:
+    """The intervals of constant (state, size, project) a key's history yields."""
+    ordered = sorted_events(events)
+    warnings: list[str] = []
+    if ordered and ordered[0].event.category is not Category.CREATE:
+        warnings.append(HISTORY_STARTS_WITHOUT_CREATE)
+    intervals: list[Interval] = []
+    current: Interval | None = None
+    created_at: datetime | None = None
+    deleted_at: datetime | None = None
+    deleted = False
+
+    def facts(interval: Interval) -> tuple[str, dict[str, Any], str]:
+        return (interval.state, dict(interval.size), interval.project_id)
+
+    def close(at: datetime) -> None:
+        nonlocal current
+        if current is not None and at > current.start:
+            intervals.append(replace(current, end=at))
+        current = None
+
+    def open_(nxt: Interval) -> None:
+        # A span dropped for zero length must not split the interval around it in two.
+        nonlocal current
+        if intervals and intervals[-1].end == nxt.start and facts(intervals[-1]) == facts(nxt):
+            current = replace(intervals.pop(), end=None)
+        else:
+            current = nxt
+
+    for stored in ordered:
+        event = stored.event
+        category = event.category
+        if category is Category.DELETE:
+            if not deleted:
+                close(event.timestamp)
+                deleted = True
+                deleted_at = event.timestamp
+            continue
+        if category is Category.UPDATE and deleted:
+            continue
+        if category is Category.CREATE:
+            if created_at is None:
+                created_at = event.timestamp
+            if deleted:
+                deleted = False
+                deleted_at = None
+        previous = current
+        state = event.state if event.state is not None else (previous.state if previous else "")
+        if event.size is not None:
+            size: Mapping[str, Any] = dict(event.size)
+        else:
+            size = previous.size if previous else {}
+        nxt = Interval(event.timestamp, None, state, size, event.project_id)
+        if previous is None:
+            open_(nxt)
+        elif facts(previous) != facts(nxt):
+            close(event.timestamp)
+            open_(nxt)
+    if current is not None:
+        intervals.append(current)
+    return Lifecycle(tuple(intervals), created_at, deleted_at, tuple(warnings))
