@@ -18,7 +18,15 @@ from typing import Any
 
 import anyio
 
-COMMAND_MODULES: tuple[str, ...] = ("tally.daemon.commands",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "tally.daemon.commands",
+    "tally.http.commands",
+    "tally.simulator.commands",
+    "tally.simulator.run_commands",
+    "tally.collector.commands",
+    "tally.reconcile.commands",
+    "tally.store.commands",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,30 @@
+# Sourced by scripts/test and scripts/simulate: make sure .venv exists and holds this checkout.
+# The install is redone only when pyproject.toml changed since the last one (a stamp file), so
+# repeated runs cost nothing and work offline.
+
+find_python() {
+    for candidate in python3.13 python3.12 python3.11 python3; do
+        if command -v "$candidate" >/dev/null 2>&1 &&
+            "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    echo "scripts: Python 3.11 or newer is required (none of python3.11..3.13 or python3 qualifies)" >&2
+    return 1
+}
+
+ensure_venv() {
+    if [ ! -x .venv/bin/python ]; then
+        local python
+        python=$(find_python)
+        echo "== creating .venv with $python"
+        "$python" -m venv .venv
+    fi
+    local stamp=.venv/.tally-installed
+    if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+        echo "== installing tally and its test tools into .venv"
+        .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+        touch "$stamp"
+    fi
+}

@@ -1,0 +1,25 @@
+"""Configuration: settings from the environment, the clouds config file, clouds.yaml resolution."""
+
+from ._clouds import CloudEntry as CloudEntry
+from ._clouds import CloudsConfigError as CloudsConfigError
+from ._clouds import load_clouds_config as load_clouds_config
+from ._clouds import parse_clouds_config as parse_clouds_config
+from ._errors import ConfigError as ConfigError
+from ._load import load_settings as load_settings
+from ._load import unknown_variables as unknown_variables
+from ._settings import Settings as Settings
+from ._show import redact_url as redact_url
+from ._show import render_settings as render_settings
+
+__all__ = [
+    "CloudEntry",
+    "CloudsConfigError",
+    "ConfigError",
+    "Settings",
+    "load_clouds_config",
+    "load_settings",
+    "parse_clouds_config",
+    "redact_url",
+    "render_settings",
+    "unknown_variables",
+]

@@ -1,0 +1,79 @@
+"""``tally run``: the daemon's life from settings to exit code.
+
+Exit codes: 0 after a drain on SIGTERM/SIGINT; 1 when the supervisor gave up (restart intensity
+exceeded) or a second signal forced the stop. A non-zero exit is the signal for systemd
+(``Restart=on-failure``) or the container runtime to start a fresh process.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+
+import anyio
+
+from tally.actors import Supervisor, SupervisorGaveUp
+from tally.config import Settings
+from tally.http import CheckResult, Readiness
+
+from ._notify import Notifier
+from ._tree import build_tree
+
+log = logging.getLogger(__name__)
+
+
+async def run_daemon(settings: Settings, *, notifier: Notifier | None = None) -> int:
+    """Build the actor tree for ``settings`` and run it until a signal drains it; returns the exit code."""
+    notifier = notifier or Notifier.from_environ()
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    readiness = Readiness()
+    supervisor = Supervisor(build_tree(settings, readiness), shutdown_grace_s=settings.shutdown_grace_s)
+
+    async def actors_started() -> CheckResult:
+        state = supervisor.statistics().state.value
+        return CheckResult(supervisor.ready, f"supervisor {state}")
+
+    readiness.register("actors", actors_started)
+    exit_code = 0
+
+    async def supervise(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+        nonlocal exit_code
+        try:
+            await supervisor.run(task_status=task_status)
+        except SupervisorGaveUp as exc:
+            log.error("daemon exiting after supervisor gave up: %s", exc)
+            exit_code = 1
+        finally:
+            tg.cancel_scope.cancel()
+
+    async def on_signals() -> None:
+        nonlocal exit_code
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                if supervisor.statistics().state.value in {"stopping", "stopped"}:
+                    log.warning("second signal, stopping at once signal=%s", signal.Signals(signum).name)
+                    exit_code = 1
+                    tg.cancel_scope.cancel()
+                    return
+                log.info(
+                    "draining signal=%s grace_s=%g", signal.Signals(signum).name, settings.shutdown_grace_s
+                )
+                notifier.notify("STOPPING=1")
+                supervisor.stop()
+
+    log.info(
+        "tally starting store=%s http=%s:%d state_dir=%s",
+        "postgresql" if settings.reporting_db_url else "sqlite",
+        settings.reporting_http_addr,
+        settings.reporting_http_port,
+        settings.state_dir,
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(on_signals)
+        await tg.start(supervise)
+        if supervisor.ready:
+            notifier.notify("READY=1", "STATUS=running")
+            log.info("tally ready")
+            tg.start_soon(notifier.run_watchdog)
+    log.info("tally exiting code=%d", exit_code)
+    return exit_code

@@ -1,0 +1,90 @@
+"""Serving a Quart app with Hypercorn inside the caller's task group (not a second process).
+
+Why we open the listening socket ourselves: the caller learns the bound port (port 0 in tests) and
+hears ``started`` only once the socket listens, so the next actor can rely on it.
+
+Shutdown: when the surrounding scope is cancelled, the server stops accepting at once and in-flight
+requests get ``graceful_timeout_s`` to finish (Hypercorn runs in a shielded scope for that time),
+then the server is cancelled outright. Quart is built on asyncio, so this runs on the asyncio backend.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from typing import NoReturn
+
+import anyio
+from anyio.abc import TaskStatus
+from hypercorn.asyncio.run import worker_serve
+from hypercorn.config import Config, Sockets
+from hypercorn.utils import wrap_app
+from quart import Quart
+
+log = logging.getLogger(__name__)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+async def serve_quart(
+    app: Quart,
+    host: str,
+    port: int,
+    *,
+    graceful_timeout_s: float = 5.0,
+    task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> NoReturn:
+    """Serve ``app`` on ``host:port`` until cancelled; ``task_status.started(bound_port)`` once listening.
+
+    Raises ``OSError`` (address in use, permission) before ``started`` if the socket cannot be bound.
+    """
+    sock = _listen(host, port)
+    bound_port: int = sock.getsockname()[1]
+    config = Config()
+    config.graceful_timeout = graceful_timeout_s
+    config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")
+    stop = anyio.Event()
+    finished = anyio.Event()
+    server_scope = anyio.CancelScope(shield=True)
+
+    async def run_server() -> None:
+        try:
+            with server_scope:
+                await worker_serve(
+                    wrap_app(app, config.wsgi_max_body_size, "asgi"),
+                    config,
+                    sockets=Sockets(secure_sockets=[], insecure_sockets=[sock], quic_sockets=[]),
+                    shutdown_trigger=stop.wait,
+                )
+        finally:
+            finished.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_server)
+            log.info("http listening addr=%s port=%d app=%s", host, bound_port, app.name)
+            task_status.started(bound_port)
+            try:
+                await anyio.sleep_forever()
+            finally:
+                stop.set()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(graceful_timeout_s + 1.0):
+                    await finished.wait()
+                server_scope.cancel()
+                log.info("http stopped port=%d", bound_port)
+    finally:
+        sock.close()
+    raise AssertionError("unreachable: sleep_forever only ends by cancellation")

@@ -1,0 +1,58 @@
+"""Fixtures shared by every test area: the machine's PostgreSQL and RabbitMQ.
+
+- ``pg_url``: a fresh, empty PostgreSQL database (unique name), dropped after the test.
+- ``amqp_url``: the RabbitMQ URL; tests use unique exchange and queue names on it.
+
+A service that does not answer skips the test on a developer machine, but with ``CI`` set it fails:
+a CI run must never turn green by silently testing less.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+
+PG_ADMIN_URL = os.environ.get("TALLY_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+AMQP_URL = os.environ.get("TALLY_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+
+
+def require_service(name: str, url: str) -> None:
+    """Fail (under CI) or skip (elsewhere) unless ``url``'s host and port accept a connection."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port
+    try:
+        with socket.create_connection((host, port or 0), timeout=2):
+            return
+    except OSError as exc:
+        message = f"{name} at {host}:{port} does not answer ({exc}); scripts/test starts it"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """URL of a new empty database on the machine's PostgreSQL; dropped (forcibly) after the test."""
+    require_service("PostgreSQL", PG_ADMIN_URL)
+    name = f"tally_test_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(PG_ADMIN_URL)
+    try:
+        yield parts._replace(path=f"/{name}").geturl()
+    finally:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def amqp_url() -> str:
+    """URL of the machine's RabbitMQ (guest account, default vhost)."""
+    require_service("RabbitMQ", AMQP_URL)
+    return AMQP_URL
