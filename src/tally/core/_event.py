@@ -137,12 +137,20 @@ class StoredEvent:
 
 
 def _contains_nul(value: Any) -> bool:
+    # Fast path (ingest is hot): repr() of plain JSON containers writes a NUL as the text \x00, so when
+    # that text is absent there is none; when present (or for other types) walk the value to be exact.
+    if type(value) is dict and "\\x00" not in repr(value):
+        return False
+    return _walk_for_nul(value)
+
+
+def _walk_for_nul(value: Any) -> bool:
     if isinstance(value, str):
         return "\x00" in value
     if isinstance(value, Mapping):
-        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
+        return any(_walk_for_nul(k) or _walk_for_nul(v) for k, v in value.items())
     if isinstance(value, list | tuple):
-        return any(_contains_nul(v) for v in value)
+        return any(_walk_for_nul(v) for v in value)
     return False
 
 

@@ -1,0 +1,267 @@
+"""Ingest throughput: events/s through ``POST /api/v1/events`` in batches of 500, projection included.
+
+For each backend (PostgreSQL, SQLite) the same rows are measured twice in one run:
+- ``ingest``: the Reporting API app served by Hypercorn on a loopback port, an
+  httpx client posting batches of 500 with an ingest credential (validation,
+  schema check, dedup, projection fold, one transaction per batch);
+- ``floor``: a bare bulk insert of the same rows into an identical ``events``
+  table (COPY for PostgreSQL, executemany for SQLite), 500 rows per transaction.
+
+``--via pipeline`` calls ``IngestPipeline.ingest`` directly instead of HTTP.
+Prints a table and ``RATIO`` lines. ``--quick`` is the CI mode (a few thousand events).
+
+    .venv/bin/python -m bench.ingest [--quick] [--events N] [--via http|pipeline] [--backends pg,sqlite]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import anyio
+import httpx
+import orjson
+import psycopg
+
+from tally.config import Settings
+from tally.core import format_instant
+from tally.ingest import IngestPipeline
+from tally.store import Store, hash_secret, open_store
+
+BATCH = 500
+PG_ADMIN = os.environ.get("TALLY_BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+COLUMNS = (
+    "event_id",
+    "timestamp",
+    "received_at",
+    "event_type",
+    "platform",
+    "cloud",
+    "resource_type",
+    "resource_id",
+    "project_id",
+    "source",
+    "payload",
+)
+
+
+def make_events(count: int) -> list[dict[str, Any]]:
+    """Instances with a create and four updates each, interleaved in time like a busy cloud."""
+    base = datetime(2026, 3, 1, tzinfo=UTC)
+    events: list[tuple[datetime, dict[str, Any]]] = []
+    resources = max(1, count // 5)
+    for r in range(resources):
+        for k in range(5):
+            if len(events) >= count:
+                break
+            at = base + timedelta(seconds=r * 2 + k * 600)
+            size = {"vcpus": 1 + r % 4, "ram_gb": 2 * (1 + r % 4), "disk_gb": 20, "flavor": f"m1.f{r % 4}"}
+            payload: dict[str, Any] = {
+                "state": "active" if k % 2 == 0 else "shutoff",
+                "provider": {"oslo_event_type": "compute.instance.update"},
+            }
+            if k == 0:
+                payload["size"] = size
+            events.append(
+                (
+                    at,
+                    {
+                        "event_id": str(uuid.UUID(int=r * 8 + k + 1)),
+                        "timestamp": format_instant(at),
+                        "event_type": "compute.instance.create.end" if k == 0 else "compute.instance.update",
+                        "platform": "openstack",
+                        "cloud": "os-bench",
+                        "resource_type": "instance",
+                        "resource_id": f"vm-{r:07d}",
+                        "project_id": f"p-{r % 50}",
+                        "payload": payload,
+                    },
+                )
+            )
+    events.sort(key=lambda pair: pair[0])
+    return [e for _, e in events]
+
+
+def batches(items: list[Any]) -> list[list[Any]]:
+    return [items[i : i + BATCH] for i in range(0, len(items), BATCH)]
+
+
+def floor_rows(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    now = datetime.now(UTC)
+    return [
+        (
+            e["event_id"],
+            datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00")),
+            now,
+            e["event_type"],
+            e["platform"],
+            e["cloud"],
+            e["resource_type"],
+            e["resource_id"],
+            e["project_id"],
+            "collector",
+            orjson.dumps(e["payload"]).decode(),
+        )
+        for e in events
+    ]
+
+
+async def timed(fn: Callable[[], Awaitable[None]]) -> float:
+    start = time.perf_counter()
+    await fn()
+    return time.perf_counter() - start
+
+
+async def ingest_over_http(store: Store, url: str, events: list[dict[str, Any]]) -> float:
+    from tally.http import ReportingServices, create_reporting_app, serve_quart
+
+    secret = secrets.token_urlsafe(24)
+    await store.create_ingest_credential(
+        platform="openstack", cloud="os-bench", token_hash=hash_secret(secret)
+    )
+    pipeline = IngestPipeline(store, require_size_schema=False)
+    services = ReportingServices(store=store, pipeline=pipeline, settings=Settings(reporting_db_url=url))
+    app = create_reporting_app(services)
+    bodies = [orjson.dumps(b) for b in batches(events)]
+    headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+    elapsed = 0.0
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(serve_quart, app, "127.0.0.1", 0)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+
+            async def post_all() -> None:
+                for body in bodies:
+                    answer = await client.post("/api/v1/events", content=body, headers=headers)
+                    result = answer.json()
+                    if answer.status_code != 200 or result["rejected"]:
+                        raise RuntimeError(f"ingest answered {answer.status_code}: {answer.text[:300]}")
+
+            elapsed = await timed(post_all)
+        tg.cancel_scope.cancel()
+    return elapsed
+
+
+async def ingest_direct(store: Store, events: list[dict[str, Any]]) -> float:
+    pipeline = IngestPipeline(store, require_size_schema=False)
+
+    async def run() -> None:
+        for batch in batches(events):
+            result = await pipeline.ingest(batch)
+            if result.rejected:
+                raise RuntimeError(f"refused: {result.rejected[0]}")
+
+    return await timed(run)
+
+
+async def measure_ingest(url: str, events: list[dict[str, Any]], via: str) -> float:
+    async with open_store(url) as store:
+        await store.migrate_up()
+        if via == "http":
+            return await ingest_over_http(store, url, events)
+        return await ingest_direct(store, events)
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------------------------
+def pg_schema(database: str, name: str) -> str:
+    with psycopg.connect(database, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{name}"')
+    return f"{database}?options={quote(f'-csearch_path={name}')}"
+
+
+async def pg_floor(url: str, rows: list[tuple[Any, ...]]) -> float:
+    async with open_store(url) as store:
+        await store.migrate_up()
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+
+        async def copy_all() -> None:
+            for chunk in batches(rows):
+                async with (
+                    conn.transaction(),
+                    conn.cursor() as cur,
+                    cur.copy(f"COPY events ({', '.join(COLUMNS)}) FROM STDIN") as copy,
+                ):
+                    for row in chunk:
+                        await copy.write_row(row)
+
+        return await timed(copy_all)
+
+
+async def bench_pg(events: list[dict[str, Any]], via: str) -> tuple[float, float]:
+    name = f"tally_bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    database = PG_ADMIN.rsplit("/", 1)[0] + "/" + name
+    try:
+        floor = await pg_floor(pg_schema(database, "floor"), floor_rows(events))
+        ingest = await measure_ingest(pg_schema(database, "ingest"), events, via)
+    finally:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    return ingest, floor
+
+
+# -- SQLite -------------------------------------------------------------------------------------------------
+async def sqlite_floor(path: Path, rows: list[tuple[Any, ...]]) -> float:
+    from tally.store._sqlite import sqlite_stamp
+
+    url = f"sqlite:///{path}"
+    async with open_store(url) as store:
+        await store.migrate_up()
+    import aiosqlite
+
+    texts = [(r[0], sqlite_stamp(r[1]), sqlite_stamp(r[2]), *r[3:]) for r in rows]
+    async with aiosqlite.connect(path, isolation_level=None) as conn:
+        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute("PRAGMA synchronous=NORMAL")
+        marks = ", ".join("?" for _ in COLUMNS)
+
+        async def insert_all() -> None:
+            for chunk in batches(texts):
+                await conn.execute("BEGIN IMMEDIATE")
+                await conn.executemany(f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({marks})", chunk)
+                await conn.execute("COMMIT")
+
+        return await timed(insert_all)
+
+
+async def bench_sqlite(events: list[dict[str, Any]], via: str) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory(prefix="tally-bench-") as tmp:
+        floor = await sqlite_floor(Path(tmp) / "floor.sqlite3", floor_rows(events))
+        ingest = await measure_ingest(f"sqlite:///{Path(tmp) / 'ingest.sqlite3'}", events, via)
+    return ingest, floor
+
+
+async def main(args: argparse.Namespace) -> None:
+    count = args.events or (3_000 if args.quick else 50_000)
+    events = make_events(count)
+    print(f"ingest benchmark: {len(events)} events, batches of {BATCH}, via {args.via}")
+    print(f"{'backend':<12}{'path':<10}{'seconds':>10}{'events/s':>12}")
+    ratios: list[str] = []
+    for backend in args.backends.split(","):
+        run = bench_pg if backend == "pg" else bench_sqlite
+        ingest, floor = await run(events, args.via)
+        for path, seconds in (("ingest", ingest), ("floor", floor)):
+            print(f"{backend:<12}{path:<10}{seconds:>10.2f}{len(events) / seconds:>12,.0f}")
+        peer = "copy" if backend == "pg" else "executemany"
+        ratios.append(f"RATIO ingest_{backend}_vs_{peer}={floor / ingest:.3f}")
+        ratios.append(f"RATIO ingest_{backend}_events_per_s={len(events) / ingest:.0f}")
+    for line in ratios:
+        print(line)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="a few thousand events (CI)")
+    parser.add_argument("--events", type=int, default=0, help="events (default 50,000; quick 3,000)")
+    parser.add_argument("--via", choices=("http", "pipeline"), default="http")
+    parser.add_argument("--backends", default="pg,sqlite")
+    anyio.run(main, parser.parse_args())

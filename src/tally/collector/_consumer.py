@@ -1,0 +1,108 @@
+"""The consumer loop: deliveries in, events committed to the outbox, then the acks. One per source.
+
+Group commit is the heart of it. The loop waits for one delivery, then takes
+whatever else the source has already handed over (up to ``batch_limit``),
+decodes and maps them all, commits the mapped events in one transaction, and
+only then acks the whole group. Skipped and unparseable bodies are acked with
+their group, counted by reason, so bad input never blocks the queue.
+
+Backpressure: before taking a group the loop checks the outbox. At
+``buffer_max`` rows it stops taking until the sender has brought the depth
+down to 90 %; the source's prefetch window then fills and the broker stops
+delivering, so nothing piles up in memory either.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
+
+from tally.outbox import Outbox
+
+from . import _metrics
+from ._delivery import Delivery, Source
+from ._json import dumps
+from ._mapping import map_notification
+from ._outcome import Mapped, Skipped
+
+log = logging.getLogger(__name__)
+
+
+class Consumer:
+    def __init__(self, outbox: Outbox, *, cloud: str, buffer_max: int, batch_limit: int = 1000) -> None:
+        self._outbox = outbox
+        self._cloud = cloud
+        self._buffer_max = buffer_max
+        self._resume_at = math.floor(buffer_max * 0.9)
+        self._batch_limit = batch_limit
+        # Invariant: taken == acked + in_hand; a delivery counts as acked once its group committed.
+        self.taken = 0
+        self.acked = 0
+        self.in_hand = 0
+
+    async def _wait_for_room(self) -> None:
+        if self._outbox.depth < self._buffer_max:
+            return
+        _metrics.PAUSED.set(1)
+        log.warning(
+            "collector: outbox full, consuming paused depth=%d max=%d", self._outbox.depth, self._buffer_max
+        )
+        while self._outbox.depth > self._resume_at:
+            await self._outbox.wait_changed()
+        _metrics.PAUSED.set(0)
+        log.info("collector: consuming resumed depth=%d", self._outbox.depth)
+
+    def _rows(self, batch: list[Delivery]) -> list[tuple[str, bytes]]:
+        rows: list[tuple[str, bytes]] = []
+        for delivery in batch:
+            outcome = map_notification(delivery.body, cloud=self._cloud)
+            if isinstance(outcome, Mapped):
+                _metrics.RECEIVED.labels(outcome.oslo_event_type).inc()
+                rows.append((outcome.event_id, dumps(outcome.event)))
+            elif isinstance(outcome, Skipped):
+                _metrics.RECEIVED.labels(outcome.event_type).inc()
+                _metrics.SKIPPED.labels(outcome.event_type, outcome.reason).inc()
+                log.debug(
+                    "collector: skipped event_type=%s reason=%s message_id=%s",
+                    outcome.event_type,
+                    outcome.reason,
+                    outcome.message_id,
+                )
+            else:
+                _metrics.UNPARSEABLE.labels(outcome.reason).inc()
+                log.warning(
+                    "collector: unparseable body reason=%s message_id=%s exchange=%s routing_key=%s "
+                    "detail=%s",
+                    outcome.reason,
+                    outcome.message_id or "-",
+                    delivery.exchange,
+                    delivery.routing_key,
+                    outcome.detail,
+                )
+        return rows
+
+    async def consume(self, deliveries: MemoryObjectReceiveStream[Delivery], source: Source) -> None:
+        """Run until the stream ends (the bus closed) or the task is cancelled."""
+        while True:
+            await self._wait_for_room()
+            try:
+                first = await deliveries.receive()
+            except anyio.EndOfStream:
+                return
+            batch = [first]
+            while len(batch) < self._batch_limit:
+                try:
+                    batch.append(deliveries.receive_nowait())
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+            self.in_hand = len(batch)
+            self.taken += len(batch)
+            added = await self._outbox.add(self._rows(batch))
+            _metrics.COMMITTED.inc(added)
+            await source.ack(batch)
+            _metrics.ACKED.inc(len(batch))
+            self.acked += len(batch)
+            self.in_hand = 0

@@ -1,0 +1,39 @@
+"""The collector's metrics, defined once on the default registry."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge
+
+RECEIVED = Counter(
+    "tally_collector_received_total",
+    "Readable notifications taken from the bus, by oslo event type.",
+    ["event_type"],
+)
+SKIPPED = Counter(
+    "tally_collector_skipped_total",
+    "Notifications acked without booking anything, by oslo event type and reason.",
+    ["event_type", "reason"],
+)
+UNPARSEABLE = Counter(
+    "tally_collector_unparseable_total", "Bodies acked that could not be read, by reason.", ["reason"]
+)
+for _reason in ("oversized", "encoding", "json", "envelope", "event_type", "timestamp"):
+    UNPARSEABLE.labels(_reason)
+ACKED = Counter("tally_collector_acked_total", "Deliveries acknowledged after their group committed.")
+COMMITTED = Counter("tally_collector_events_committed_total", "Mapped events newly committed to the outbox.")
+ACK_FAILURES = Counter(
+    "tally_collector_ack_failures_total",
+    "Deliveries whose ack could not be sent (channel gone); the broker redelivers them.",
+)
+PAUSED = Gauge("tally_collector_paused", "1 while consuming is paused because the outbox is full.")
+QUEUE_MESSAGES = Gauge(
+    "tally_collector_queue_messages",
+    "Messages ready in the collector's queue, as the passive declare reports.",
+)
+QUEUE_CONSUMERS = Gauge(
+    "tally_collector_queue_consumers", "Consumers of the collector's queue, as the passive declare reports."
+)
+EXCHANGES_MISSING = Gauge(
+    "tally_collector_exchanges_missing",
+    "Configured exchanges not found on the broker (retried with backoff).",
+)

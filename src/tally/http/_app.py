@@ -1,0 +1,193 @@
+"""``create_reporting_app``: the Quart app of the Reporting API.
+
+Every route is an ``Operation`` (see ``_contract``); the app binds each to a
+view that authenticates, validates the query and body, and calls the handler.
+Every answer carries ``X-Request-ID`` (the caller's is kept when it is sane),
+every error is a problem document, and an unexpected exception is logged with
+the request id and answered 500 without any detail.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+from quart import Quart, Response, g, request
+from werkzeug.exceptions import HTTPException
+
+from . import (
+    _routes_events,
+    _routes_internal,
+    _routes_projects,
+    _routes_rejected,
+    _routes_resources,
+    _routes_stats,
+    _routes_types,
+)
+from ._auth import authenticate
+from ._contract import Call, Operation, parse_body, parse_query
+from ._metrics import HTTP_DURATION, HTTP_REQUESTS
+from ._openapi import build_openapi
+from ._problems import KINDS, PROBLEM_CONTENT_TYPE, Problem
+from ._services import ReportingServices
+
+log = logging.getLogger(__name__)
+
+REQUEST_ID = "X-Request-ID"
+_SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:@/+=-]{1,200}$")
+MAX_REQUEST_BYTES = 64 * 1024 * 1024  # 1000 events of up to 64 KiB each
+MAX_PATH_SEGMENT = 512
+
+OPERATIONS: tuple[Operation, ...] = tuple(
+    op
+    for module in (
+        _routes_events,
+        _routes_resources,
+        _routes_stats,
+        _routes_types,
+        _routes_projects,
+        _routes_rejected,
+        _routes_internal,
+    )
+    for op in module.router.operations
+)
+
+# The kind of an HTTP error Quart raises itself (routing, body limits), by status.
+_STATUS_KINDS = {
+    KINDS[kind][0]: kind
+    for kind in (
+        "validation",
+        "unauthorized",
+        "forbidden",
+        "not_found",
+        "method_not_allowed",
+        "conflict",
+        "payload_too_large",
+        "internal",
+        "not_implemented",
+        "unavailable",
+    )
+}
+
+
+def problem_response(problem: Problem) -> Response:
+    response = Response(
+        orjson.dumps(problem.to_json()), status=problem.status, content_type=PROBLEM_CONTENT_TYPE
+    )
+    for name, value in problem.headers.items():
+        response.headers[name] = value
+    return response
+
+
+def _check_path(op: Operation, path: dict[str, str]) -> dict[str, str]:
+    """Path members that cannot name anything are a 404; UUIDs are put in their canonical form."""
+    checked = {}
+    for name, value in path.items():
+        if "\x00" in value or len(value) > MAX_PATH_SEGMENT or not value:
+            raise Problem("not_found", f"no {name} {value[:80]!r}")
+        if op.path_formats.get(name) == "uuid":
+            try:
+                value = str(uuid.UUID(value))
+            except ValueError:
+                raise Problem("not_found", f"no {name} {value[:80]!r}") from None
+        checked[name] = value
+    return checked
+
+
+def _bind(op: Operation, services: ReportingServices) -> Any:
+    reads_body = op.body is not None or op.raw_body_schema is not None
+
+    async def view(**path: str) -> Any:
+        path = _check_path(op, path)
+        principal = await authenticate(op.auth, services)
+        query = parse_query(op.query)
+        raw, body = b"", None
+        if reads_body:
+            raw = await request.get_data(cache=False, as_text=False, parse_form_data=False)
+            if op.max_body is not None and len(raw) > op.max_body:
+                raise Problem("payload_too_large", f"the body may hold at most {op.max_body} bytes")
+            if op.body is not None:
+                body = parse_body(op.body, raw)
+        return await op.handler(
+            Call(services=services, path=path, query=query, body=body, principal=principal, raw_body=raw)
+        )
+
+    view.__name__ = op.operation_id
+    return view
+
+
+def create_reporting_app(services: ReportingServices, *, extra_operations: Iterable[Operation] = ()) -> Quart:
+    """The Reporting API app over ``services``; serve it with ``serve_quart``."""
+    app = Quart("tally.http")
+    app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
+    operations = (*OPERATIONS, *extra_operations)
+    document = build_openapi(operations, title="Tally Reporting API", version="1")
+    if services.settings.reporting_auth_mode == "disabled":
+        log.warning("reporting API auth disabled auth_mode=disabled: every caller is admin; local runs only")
+
+    for op in operations:
+        app.add_url_rule(
+            op.quart_rule, endpoint=op.operation_id, view_func=_bind(op, services), methods=[op.method]
+        )
+
+    async def openapi_json() -> Any:
+        return document
+
+    app.add_url_rule("/openapi.json", endpoint="openapi", view_func=openapi_json, methods=["GET"])
+
+    @app.before_request
+    async def _request_id() -> None:
+        given = request.headers.get(REQUEST_ID, "")
+        g.request_id = given if _SANE_REQUEST_ID.match(given) else uuid.uuid4().hex
+        g.started = time.perf_counter()
+
+    @app.after_request
+    async def _stamp(response: Response) -> Response:
+        request_id = getattr(g, "request_id", None) or uuid.uuid4().hex
+        response.headers[REQUEST_ID] = request_id
+        rule = request.url_rule.rule if request.url_rule is not None else "unmatched"
+        HTTP_REQUESTS.labels(rule, request.method, str(response.status_code)).inc()
+        started = getattr(g, "started", None)
+        if started is not None:
+            HTTP_DURATION.labels(rule).observe(time.perf_counter() - started)
+        return response
+
+    @app.errorhandler(Problem)
+    async def _problem(problem: Problem) -> Response:
+        return problem_response(problem)
+
+    @app.errorhandler(HTTPException)
+    async def _http_error(exc: HTTPException) -> Response:
+        status = exc.code or 500
+        kind = _STATUS_KINDS.get(status, "validation" if 400 <= status < 500 else "internal")
+        headers: dict[str, str] = {}
+        detail: str | None = None
+        if status == 405:
+            allowed = sorted(getattr(exc, "valid_methods", None) or [])
+            headers["Allow"] = ", ".join(allowed)
+            detail = f"{request.method} is not allowed on {request.path}; allowed: {', '.join(allowed)}"
+        elif status == 404:
+            detail = f"no route {request.path}"
+        elif status == 413:
+            detail = f"the request body may hold at most {MAX_REQUEST_BYTES} bytes"
+        elif status < 500:
+            detail = exc.description
+        return problem_response(Problem(kind, detail, status=status, headers=headers))
+
+    @app.errorhandler(Exception)
+    async def _unexpected(exc: Exception) -> Response:
+        log.error(
+            "unhandled error request_id=%s method=%s path=%s",
+            getattr(g, "request_id", "-"),
+            request.method,
+            request.path,
+            exc_info=exc,
+        )
+        return problem_response(Problem("internal"))
+
+    return app

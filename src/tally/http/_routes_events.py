@@ -1,0 +1,85 @@
+"""``/api/v1/events``: ingest (one object or an array, through the ingest pipeline) and the event listing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tally.ingest import BatchTooLarge
+from tally.store import EventFilter
+
+from ._auth import narrow
+from ._contract import Call, Reply, Router, decode_json
+from ._cursor import decode_time_key, encode_time_key
+from ._models import EventPage, EventsQuery, IngestAnswer
+from ._problems import Problem, invalid
+from ._serialize import event_json
+
+router = Router("events")
+
+MAX_BATCH = 1000
+
+BATCH_SCHEMA: dict[str, Any] = {
+    "description": (
+        "One event object or an array of at most 1000. Each item is validated on its own: a refused item "
+        "is reported in rejected[] with a reason naming the member, the others are stored."
+    ),
+    "oneOf": [
+        {"$ref": "#/components/schemas/WireEvent"},
+        {"type": "array", "items": {"$ref": "#/components/schemas/WireEvent"}},
+    ],
+}
+
+
+@router.route(
+    "POST",
+    "/api/v1/events",
+    summary="Ingest events (ingest credential)",
+    auth="ingest",
+    raw_body_schema=BATCH_SCHEMA,
+    replies=(Reply(200, "what was accepted, deduplicated and refused", IngestAnswer),),
+)
+async def post_events(call: Call) -> Any:
+    data = decode_json(call.raw_body) if call.raw_body.strip() else None
+    if isinstance(data, dict):
+        items: list[Any] = [data]
+    elif isinstance(data, list):
+        items = data
+    else:
+        raise invalid("body", "must be an event object or an array of event objects")
+    if len(items) > MAX_BATCH:
+        raise Problem("payload_too_large", f"a batch holds at most {MAX_BATCH} events, this one {len(items)}")
+    try:
+        result = await call.services.pipeline.ingest(items, source="collector", scope=call.principal.scope)
+    except BatchTooLarge as exc:
+        raise Problem("payload_too_large", str(exc)) from None
+    return result.to_json(), 200
+
+
+@router.route(
+    "GET",
+    "/api/v1/events",
+    summary="List events ordered by (timestamp, event_id)",
+    auth="api",
+    query=EventsQuery,
+    replies=(Reply(200, "a page of events", EventPage),),
+)
+async def list_events(call: Call) -> Any:
+    q: EventsQuery = call.query
+    cloud, project_id = narrow(call.principal, q.cloud, q.project_id)
+    filters = EventFilter(
+        cloud=cloud,
+        platform=q.platform,
+        project_id=project_id,
+        resource_type=q.resource_type,
+        event_type=q.event_type,
+        source=q.source,
+        start=q.from_,
+        end=q.to,
+    )
+    page = await call.services.store.list_events(
+        filters, limit=q.limit, after=decode_time_key("events", q.cursor)
+    )
+    return {
+        "items": [event_json(e) for e in page.items],
+        "next_cursor": encode_time_key("events", page.next_key),
+    }

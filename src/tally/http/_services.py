@@ -1,0 +1,21 @@
+"""What the Reporting API app is built from: the store, the ingest pipeline, settings, the sync runner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tally.config import Settings
+from tally.ingest import IngestPipeline
+from tally.store import Store
+
+from ._sync_runner import SyncRunner
+
+
+@dataclass(frozen=True, slots=True)
+class ReportingServices:
+    """Invariant: ``pipeline`` writes to ``store``. ``sync_runner`` None = no cloud configured (sync 404)."""
+
+    store: Store
+    pipeline: IngestPipeline
+    settings: Settings
+    sync_runner: SyncRunner | None = None

@@ -1,0 +1,300 @@
+"""The ingest pipeline: one entry point for the events route, the in-process sender and the sync.
+
+Order of work (spec events.md, "Ingest order of work"): validate each item,
+check its scope, replace size names, check the size schema; then, in ONE store
+transaction, insert the survivors (a conflict on (event_id, timestamp) is a
+duplicate), fold them into the projection per key in key order, and write the
+dead letters and audit rows. Every refused item says why, naming the member;
+what the same batch got right is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import anyio
+import orjson
+
+from tally.core import Event, EventInvalid, parse_event, utc_now
+from tally.store import AuditEntry, DeadLetter, ResourceType, SizeName, Store
+
+from . import _metrics as metrics
+from ._schemas import SchemaCache
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH = 1000
+MAX_RAW_BYTES = 64 * 1024
+SCOPE_VIOLATION = "events.scope_violation"
+
+
+class BatchTooLarge(ValueError):
+    """More than 1000 items in one batch: nothing of it is stored (the API answers 413)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"a batch holds at most {MAX_BATCH} events, got {count}")
+        self.count = count
+
+
+@dataclass(frozen=True, slots=True)
+class IngestScope:
+    """What an ingest credential may write: events of one platform and cloud."""
+
+    platform: str
+    cloud: str
+    actor: str = "ingest"
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    index: int
+    event_id: str | None
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "event_id": self.event_id, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    accepted: int
+    duplicates: int
+    rejected: list[Rejection] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "accepted": self.accepted,
+            "duplicates": self.duplicates,
+            "rejected": [r.to_json() for r in self.rejected],
+        }
+
+
+def _clean(value: Any) -> Any:
+    """A JSON value PostgreSQL's jsonb can hold: NUL and lone surrogates become visible text."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", "\\u0000")
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, Mapping):
+        return {str(_clean(k)): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def stored_raw(item: object) -> Any:
+    """The dead letter's raw column: the item, or its size when it is over 64 KiB or not JSON."""
+    cleaned = _clean(item)
+    try:
+        text = json.dumps(cleaned, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        return {
+            "not_stored": {"bytes": len(repr(item).encode("utf-8", "backslashreplace")), "reason": "not JSON"}
+        }
+    size = len(text.encode("utf-8"))
+    if size > MAX_RAW_BYTES:
+        return {"not_stored": {"bytes": size}}
+    return cleaned
+
+
+def _event_id_of(item: object) -> str | None:
+    if isinstance(item, Mapping):
+        value = item.get("event_id")
+        if isinstance(value, str):
+            return value[:256]
+    return None
+
+
+def _json_problem(item: object) -> str | None:
+    """Why the item cannot be stored as JSON text, or None."""
+    try:
+        orjson.dumps(item)
+    except TypeError as exc:
+        if "Integer exceeds" in str(exc):
+            return None
+        return f"schema: the event is not storable JSON ({exc})"
+    return None
+
+
+def _apply_size_names(event: Event, names: Mapping[tuple[str, str, str], str]) -> Event:
+    size = event.size
+    if size is None or not names:
+        return event
+    replaced: dict[str, Any] = {}
+    new_size = dict(size)
+    for member, value in size.items():
+        if isinstance(value, str):
+            name = names.get((event.resource_type, member, value))
+            if name is not None:
+                replaced[member] = value
+                new_size[member] = name
+    if not replaced:
+        return event
+    payload = dict(event.payload)
+    provider = dict(payload.get("provider") or {})
+    provider["size_as_reported"] = replaced
+    payload["provider"] = provider
+    payload["size"] = new_size
+    return replace(event, payload=payload)
+
+
+class IngestPipeline:
+    """Validate, name, check, deduplicate and fold a batch of wire events into the store."""
+
+    def __init__(self, store: Store, *, require_size_schema: bool, schema_ttl_s: float = 30.0) -> None:
+        self._store = store
+        self._require_size_schema = require_size_schema
+        self._schemas = SchemaCache(store, ttl_s=schema_ttl_s)
+
+    async def put_resource_type(
+        self, platform: str, resource_type: str, document: Mapping[str, Any]
+    ) -> ResourceType:
+        """Compile (raising ``SizeSchemaInvalid``), store, and use the schema from the next item on."""
+        return await self._schemas.put(platform, resource_type, document)
+
+    def invalidate_schema(self, platform: str, resource_type: str) -> None:
+        self._schemas.invalidate(platform, resource_type)
+
+    async def _names_of(
+        self, cloud: str, cache: dict[str, dict[tuple[str, str, str], str]]
+    ) -> dict[tuple[str, str, str], str]:
+        if cloud not in cache:
+            rows: list[SizeName] = await self._store.size_names(cloud)
+            cache[cloud] = {(r.resource_type, r.member, r.value): r.name for r in rows}
+        return cache[cloud]
+
+    async def ingest(
+        self, items: Sequence[object], *, source: str = "collector", scope: IngestScope | None = None
+    ) -> IngestResult:
+        if len(items) > MAX_BATCH:
+            raise BatchTooLarge(len(items))
+        rejected: list[Rejection] = []
+        dead: list[DeadLetter] = []
+        audits: list[AuditEntry] = []
+        survivors: list[Event] = []
+        names: dict[str, dict[tuple[str, str, str], str]] = {}
+        label_cloud = scope.cloud if scope is not None else "unknown"
+
+        def refuse(index: int, item: object, reason: str, cloud: str) -> None:
+            rejected.append(Rejection(index, _event_id_of(item), reason))
+            dead.append(DeadLetter(reason=reason, raw=stored_raw(item)))
+            metrics.EVENTS_REJECTED.labels(cloud=cloud, reason=reason.split(":", 1)[0]).inc()
+
+        for index, item in enumerate(items):
+            problem = _json_problem(item)
+            if problem is not None:
+                refuse(index, item, problem, label_cloud)
+                continue
+            try:
+                event = parse_event(item, source=source)
+            except EventInvalid as exc:
+                refuse(index, item, exc.reason, label_cloud)
+                continue
+            if scope is not None and (event.platform, event.cloud) != (scope.platform, scope.cloud):
+                rejected.append(Rejection(index, event.event_id, "scope"))
+                audits.append(
+                    AuditEntry(
+                        actor=scope.actor,
+                        action=SCOPE_VIOLATION,
+                        object_type="event",
+                        object_id=event.event_id,
+                        details={
+                            "index": index,
+                            "platform": event.platform,
+                            "cloud": event.cloud,
+                            "scope": {"platform": scope.platform, "cloud": scope.cloud},
+                        },
+                    )
+                )
+                metrics.EVENTS_REJECTED.labels(cloud=scope.cloud, reason="scope").inc()
+                log.warning(
+                    "ingest scope violation event_id=%s platform=%s cloud=%s "
+                    "scope_platform=%s scope_cloud=%s",
+                    event.event_id,
+                    event.platform,
+                    event.cloud,
+                    scope.platform,
+                    scope.cloud,
+                )
+                continue
+            if event.size is not None:
+                event = _apply_size_names(event, await self._names_of(event.cloud, names))
+                validator = await self._schemas.validator(event.platform, event.resource_type)
+                size = event.size or {}
+                if validator is None:
+                    if self._require_size_schema:
+                        refuse(
+                            index,
+                            item,
+                            f"size_schema: no size schema is registered for ({event.platform}, "
+                            f"{event.resource_type})",
+                            event.cloud,
+                        )
+                        continue
+                    metrics.UNVALIDATED_SIZE.labels(
+                        platform=event.platform, resource_type=event.resource_type
+                    ).inc()
+                else:
+                    error = self._schemas.check(validator, size)
+                    if error is not None:
+                        refuse(index, item, f"size_schema: {error}", event.cloud)
+                        continue
+            survivors.append(event)
+
+        outcome = await self._store.write_batch(
+            survivors, dead_letters=dead, audits=audits, received_at=utc_now()
+        )
+        # One inc per label set: a batch is mostly a few kinds of event.
+        ingested = Counter(
+            (e.platform, e.cloud, e.resource_type, e.event_type, e.source) for e in outcome.inserted
+        )
+        for (platform, cloud, resource_type, event_type, stamped), count in ingested.items():
+            metrics.EVENTS_INGESTED.labels(
+                platform=platform,
+                cloud=cloud,
+                resource_type=resource_type,
+                event_type=event_type,
+                source=stamped,
+            ).inc(count)
+        for cloud, count in Counter(e.cloud for e in outcome.duplicates).items():
+            metrics.EVENTS_DEDUPLICATED.labels(cloud=cloud).inc(count)
+        for cloud, count in Counter(k.cloud for k in outcome.replayed).items():
+            metrics.PROJECTION_REPLAYS.labels(cloud=cloud).inc(count)
+        if rejected:
+            log.info(
+                "ingest batch items=%d accepted=%d duplicates=%d rejected=%d first_reason=%s",
+                len(items),
+                len(outcome.inserted),
+                len(outcome.duplicates),
+                len(rejected),
+                rejected[0].reason,
+            )
+        return IngestResult(
+            len(outcome.inserted), len(outcome.duplicates), sorted(rejected, key=lambda r: r.index)
+        )
+
+
+async def refresh_current_resources(store: Store) -> None:
+    """Set the tally_current_resources gauge from the store's grouped counts (stale label sets dropped)."""
+    counts = await store.current_resource_counts()
+    metrics.CURRENT_RESOURCES.clear()
+    for platform, cloud, resource_type, state, count in counts:
+        metrics.CURRENT_RESOURCES.labels(
+            platform=platform, cloud=cloud, resource_type=resource_type, state=state
+        ).set(count)
+
+
+async def keep_current_resources_fresh(store: Store, every_s: float) -> None:
+    """Refresh the tally_current_resources gauge every ``every_s`` seconds until cancelled
+    (``TALLY_REPORTING_METRICS_REFRESH_S``); a failed refresh is logged and retried next time."""
+    while True:
+        try:
+            await refresh_current_resources(store)
+        except Exception as exc:  # the gauge must not take the daemon down with a database hiccup
+            log.warning("current resources gauge refresh failed error=%s", exc)
+        await anyio.sleep(every_s)

@@ -1,0 +1,334 @@
+"""The OpenStack adapter: one run's requests, in the seed's order.
+
+1. Resolve the clouds.yaml entry and request a token (POST, keystone).
+2. Probe: one server across every project. A refusal ends the run before any
+   listing, naming the entry: only nova refuses a lesser account loudly, and the
+   other services would answer it with a narrowed listing that reads as complete.
+3. Read nova's version document and negotiate the microversion (2.47 when the
+   cloud has it: the flavor comes embedded in each server).
+4. Concurrently, each read to its end: live servers, deleted servers (only with
+   a window), flavors (only below 2.47), volumes, floating IPs, images (visible
+   to all, then the hidden ones), load balancers (only with include_octavia).
+5. Size names: a second token request, then cinder's volume types, private ones too.
+
+Every request but the two token POSTs is a GET one of the eight access rules of
+a read-only application credential allows. A failure that belongs to one type
+costs that type its completeness and nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx
+
+from tally.config import CloudEntry
+from tally.core import format_instant
+from tally.reconcile import (
+    DeletedResource,
+    Observation,
+    ObservedResource,
+    ObserveRequest,
+    Progress,
+    RunAborted,
+    SizeNameEntry,
+    SizeNamesFailed,
+)
+
+from ._clouds_yaml import ResolvedCloud, resolve_cloud
+from ._evidence import (
+    ListingInvalid,
+    observe_deleted_server,
+    observe_floating_ip,
+    observe_image,
+    observe_loadbalancer,
+    observe_server,
+    observe_volume,
+)
+from ._keystone import EndpointMissing, Grant, authenticate
+from ._listing import ListingFailed, get_json, list_all, tls_context
+from ._settings import AdapterConfigError, OpenStackSettings, parse_adapter_config
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_FLAVOR = (2, 47)
+LISTING_OF = {"instance": "server", "volume": "volume", "floating_ip": "floating_ip", "image": "image"}
+REQUEST_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+
+
+def negotiate_microversion(document: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The compute microversion to ask for: 2.47 when the cloud speaks it, else its newest; None = 2.1."""
+    version = document.get("version")
+    if not isinstance(version, Mapping):
+        versions = [v for v in document.get("versions") or [] if isinstance(v, Mapping)]
+        current = [v for v in versions if v.get("status") == "CURRENT"]
+        version = current[0] if current else None
+    if version is None or not version.get("version"):
+        return None
+    major, _, minor = str(version["version"]).partition(".")
+    newest = (int(major), int(minor or 0))
+    return min(newest, EMBEDDED_FLAVOR)
+
+
+def under(base: str, suffix: str, versioned: str) -> str:
+    """``base`` + ``suffix``, inserting the API's version segment unless the catalog URL carries it."""
+    if base.rstrip("/").endswith(versioned):
+        return base.rstrip("/") + suffix
+    return base.rstrip("/") + versioned + suffix
+
+
+@dataclass(slots=True)
+class _Collected:
+    resources: list[ObservedResource] = field(default_factory=list)
+    deleted: list[DeletedResource] = field(default_factory=list)
+    incomplete: set[str] = field(default_factory=set)
+    errors: list[str] = field(default_factory=list)
+
+    def fail(self, resource_type: str, listing: str, reason: object) -> None:
+        self.incomplete.add(resource_type)
+        self.errors.append(f"enumerating {listing}: {reason}")
+
+
+class OpenStackAdapter:
+    """The adapter of one clouds config entry; cheap to build, one per run."""
+
+    def __init__(self, entry: CloudEntry) -> None:
+        self._entry = entry
+
+    @staticmethod
+    def validate_config(entry: CloudEntry) -> str | None:
+        try:
+            parse_adapter_config(entry.adapter_config)
+        except AdapterConfigError as exc:
+            return str(exc)
+        return None
+
+    def _settings(self) -> OpenStackSettings:
+        try:
+            return parse_adapter_config(self._entry.adapter_config)
+        except AdapterConfigError as exc:
+            raise RunAborted(str(exc)) from exc
+
+    async def _grant(self, settings: OpenStackSettings) -> tuple[ResolvedCloud, Grant]:
+        cloud = await anyio.to_thread.run_sync(resolve_cloud, settings.os_cloud)
+        return cloud, await authenticate(cloud)
+
+    async def observe(self, request: ObserveRequest) -> Observation:
+        settings = self._settings()
+        progress = request.progress
+        progress.begin("server")
+        cloud, grant = await self._grant(settings)
+        headers = {"X-Auth-Token": grant.token, "Accept": "application/json"}
+        async with httpx.AsyncClient(
+            headers=headers, verify=tls_context(grant.verify), timeout=REQUEST_TIMEOUT
+        ) as client:
+            compute = await self._probe(client, grant, cloud)
+            microversion = await self._negotiate(client, compute)
+            progress.end("server")
+            return await self._enumerate(client, grant, compute, microversion, settings, request)
+
+    async def _probe(self, client: httpx.AsyncClient, grant: Grant, cloud: ResolvedCloud) -> str:
+        refused = f'the clouds.yaml entry "{cloud.entry}" cannot observe the whole cloud'
+        try:
+            compute = grant.endpoint("compute")
+            await get_json(client, compute + "/servers/detail", {"all_tenants": "1", "limit": "1"})
+        except (EndpointMissing, ListingFailed) as exc:
+            raise RunAborted(f"{refused}: {exc}") from exc
+        return compute
+
+    async def _negotiate(self, client: httpx.AsyncClient, compute: str) -> tuple[int, int] | None:
+        try:
+            return negotiate_microversion(await get_json(client, compute + "/"))
+        except (ListingFailed, ValueError) as exc:
+            log.warning("compute version document unreadable, using 2.1 reason=%s", exc)
+            return None
+
+    async def _enumerate(
+        self,
+        client: httpx.AsyncClient,
+        grant: Grant,
+        compute: str,
+        microversion: tuple[int, int] | None,
+        settings: OpenStackSettings,
+        request: ObserveRequest,
+    ) -> Observation:
+        out = _Collected()
+        types = {"instance", "volume", "floating_ip", "image"}
+        if settings.include_octavia:
+            types.add("loadbalancer")
+        progress = request.progress
+        flavors_embedded = microversion is not None and microversion >= EMBEDDED_FLAVOR
+        # Only nova is told the microversion: the header names compute, and the other APIs have their own.
+        nova: dict[str, str] = {}
+        if microversion is not None:
+            value = f"{microversion[0]}.{microversion[1]}"
+            nova = {"OpenStack-API-Version": f"compute {value}", "X-OpenStack-Nova-API-Version": value}
+        flavors: dict[str, Mapping[str, Any]] | None = None
+        servers: list[Mapping[str, Any]] = []
+
+        async def guarded(resource_type: str, listing: str, work: Callable[[], Awaitable[None]]) -> None:
+            progress.begin(listing)
+            try:
+                await work()
+            except (ListingFailed, EndpointMissing, ListingInvalid) as exc:
+                out.fail(resource_type, listing, exc)
+            finally:
+                progress.end(listing)
+
+        async def live_servers() -> None:
+            if flavors_embedded:
+                out.resources.extend(
+                    await list_all(
+                        client,
+                        compute + "/servers/detail",
+                        key="servers",
+                        links_key="servers_links",
+                        convert=lambda d: observe_server(d, None),
+                        params={"all_tenants": "1"},
+                        headers=nova,
+                    )
+                )
+                return
+            # Kept raw until the flavors are known: below 2.47 a server names its flavor by id only.
+            servers.extend(
+                await list_all(
+                    client,
+                    compute + "/servers/detail",
+                    key="servers",
+                    links_key="servers_links",
+                    convert=lambda d: d,
+                    params={"all_tenants": "1"},
+                    headers=nova,
+                )
+            )
+
+        async def deleted_servers() -> None:
+            assert request.deleted_since is not None
+            params = {
+                "all_tenants": "1",
+                "deleted": "true",
+                "changes-since": format_instant(request.deleted_since),
+            }
+            out.deleted.extend(
+                await list_all(
+                    client,
+                    compute + "/servers/detail",
+                    key="servers",
+                    links_key="servers_links",
+                    convert=observe_deleted_server,
+                    params=params,
+                    headers=nova,
+                )
+            )
+
+        async def flavor_catalog() -> None:
+            nonlocal flavors
+            listed = await list_all(
+                client,
+                compute + "/flavors/detail",
+                key="flavors",
+                links_key="flavors_links",
+                convert=lambda d: d,
+                params={"is_public": "None"},
+                headers=nova,
+            )
+            flavors = {str(f["id"]): f for f in listed}
+
+        async def volumes() -> None:
+            url = grant.endpoint("block-storage") + "/volumes/detail"
+            out.resources.extend(
+                await list_all(
+                    client,
+                    url,
+                    key="volumes",
+                    links_key="volumes_links",
+                    convert=observe_volume,
+                    params={"all_tenants": "1"},
+                )
+            )
+
+        async def floating_ips() -> None:
+            url = under(grant.endpoint("network"), "/floatingips", "/v2.0")
+            out.resources.extend(
+                await list_all(
+                    client, url, key="floatingips", links_key="floatingips_links", convert=observe_floating_ip
+                )
+            )
+
+        async def images() -> None:
+            url = under(grant.endpoint("image"), "/images", "/v2")
+            seen: dict[str, ObservedResource] = {}
+            # Hidden images are left out of a listing unless asked for; they exist all the same.
+            for params in ({"visibility": "all"}, {"visibility": "all", "os_hidden": "true"}):
+                for image in await list_all(
+                    client, url, key="images", links_key=None, convert=observe_image, params=params
+                ):
+                    seen[image.resource_id] = image
+            out.resources.extend(seen.values())
+
+        async def loadbalancers() -> None:
+            url = under(grant.endpoint("load-balancer"), "/lbaas/loadbalancers", "/v2")
+            out.resources.extend(
+                await list_all(
+                    client,
+                    url,
+                    key="loadbalancers",
+                    links_key="loadbalancers_links",
+                    convert=observe_loadbalancer,
+                )
+            )
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(guarded, "instance", "server", live_servers)
+            if request.deleted_since is not None:
+                tg.start_soon(guarded, "instance", "server", deleted_servers)
+            if not flavors_embedded:
+                tg.start_soon(guarded, "instance", "flavor", flavor_catalog)
+            tg.start_soon(guarded, "volume", "volume", volumes)
+            tg.start_soon(guarded, "floating_ip", "floating_ip", floating_ips)
+            tg.start_soon(guarded, "image", "image", images)
+            if settings.include_octavia:
+                tg.start_soon(guarded, "loadbalancer", "loadbalancer", loadbalancers)
+
+        # Below 2.47 with the flavor listing refused, flavors stays None: servers are observed without sizes.
+        for doc in servers:
+            out.resources.append(observe_server(doc, flavors))
+        return Observation(
+            resources=tuple(out.resources),
+            deleted=tuple(out.deleted),
+            enumerated_types=frozenset(types),
+            incomplete_types=frozenset(out.incomplete),
+            errors=tuple(out.errors),
+        )
+
+    async def list_size_names(self, progress: Progress) -> list[SizeNameEntry]:
+        settings = self._settings()
+        progress.begin("volume_type")
+        try:
+            try:
+                _, grant = await self._grant(settings)
+            except RunAborted as exc:
+                raise SizeNamesFailed(f"listing the volume types: {exc}") from exc
+            headers = {"X-Auth-Token": grant.token, "Accept": "application/json"}
+            async with httpx.AsyncClient(
+                headers=headers, verify=tls_context(grant.verify), timeout=REQUEST_TIMEOUT
+            ) as client:
+                try:
+                    url = grant.endpoint("block-storage") + "/types"
+                    listed = await list_all(
+                        client,
+                        url,
+                        key="volume_types",
+                        links_key="volume_types_links",
+                        convert=lambda d: (str(d["id"]), str(d["name"])),
+                        params={"is_public": "None"},
+                    )
+                except (ListingFailed, EndpointMissing, KeyError) as exc:
+                    raise SizeNamesFailed(f"listing the volume types: {exc}") from exc
+        finally:
+            progress.end("volume_type")
+        return [SizeNameEntry("volume", "type", type_id, name) for type_id, name in listed]

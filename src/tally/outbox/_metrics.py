@@ -1,0 +1,30 @@
+"""The outbox's and sender's metrics, defined once on the default registry."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge
+
+DEPTH = Gauge(
+    "tally_collector_outbox_depth", "Events committed to the outbox and not yet accepted by the sink."
+)
+OLDEST_AGE = Gauge(
+    "tally_collector_outbox_oldest_age_seconds",
+    "Age of the oldest event waiting in the outbox; 0 when empty.",
+)
+BATCHES_SENT = Counter("tally_collector_batches_sent_total", "Batches the sink accepted.")
+BATCHES_FAILED = Counter(
+    "tally_collector_batches_failed_total", "Batches the sink did not accept, by reason.", ["reason"]
+)
+for _reason in ("too_large", "http_status", "network", "sink_error"):
+    BATCHES_FAILED.labels(_reason)
+EVENTS_DELIVERED = Counter(
+    "tally_collector_events_delivered_total", "Events the sink took, by outcome.", ["outcome"]
+)
+for _outcome in ("accepted", "duplicate", "refused"):
+    EVENTS_DELIVERED.labels(_outcome)
+LAST_ACCEPTED = Gauge(
+    "tally_collector_last_accepted_batch_timestamp_seconds", "Unix time of the last batch the sink accepted."
+)
+BATCH_SIZE = Gauge(
+    "tally_collector_batch_size", "The sender's current batch size (halved on 413, grows back)."
+)

@@ -1,0 +1,149 @@
+"""The diff: an observation against the projection rows, by key in sorted order.
+
+Level-based: the input is what the cloud holds now and what the projection
+holds now, nothing remembered from an earlier run. Each key gets at most one
+correction, decided by the rules of ``_rules``; a deferred correction counts
+once, as transitional when both reasons hold.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime
+
+from tally.core import ResourceRow
+
+from ._model import Correction, Deferral, DeletedResource, Kind, Observation, ObservedResource, Plan, Reason
+from ._rules import (
+    create_instant,
+    deferral_of_absence_delete,
+    deferral_of_create,
+    deferral_of_reported_delete,
+    deferral_of_update,
+    delete_is_skipped,
+    drift,
+    past_newest_event,
+    poll_instant,
+    reported_delete_instant,
+    reported_within_run,
+)
+
+Key = tuple[str, str]
+
+
+def _dated(instant: datetime, row: ResourceRow | None) -> tuple[datetime, datetime | None]:
+    final = past_newest_event(instant, row)
+    return final, (instant if final != instant else None)
+
+
+def diff(observation: Observation, rows: Iterable[ResourceRow], *, poll_at: datetime, settle_s: int) -> Plan:
+    """Decide the corrections of one run; pure, deterministic, in (resource_type, resource_id) order."""
+    types = observation.enumerated_types
+    by_key: dict[Key, ResourceRow] = {
+        (r.key.resource_type, r.key.resource_id): r for r in rows if r.key.resource_type in types
+    }
+    live: dict[Key, ObservedResource] = {(o.resource_type, o.resource_id): o for o in observation.resources}
+    gone: dict[Key, DeletedResource] = {
+        (d.resource_type, d.resource_id): d
+        for d in observation.deleted
+        if reported_within_run(d, poll_at) and (d.resource_type, d.resource_id) not in live
+    }
+    complete = observation.complete_types
+    corrections: list[Correction] = []
+    deferred: Counter[Deferral] = Counter()
+
+    for key in sorted(by_key.keys() | live.keys() | gone.keys()):
+        row = by_key.get(key)
+        observed = live.get(key)
+        if observed is not None:
+            correction, why = _for_observed(observed, row, poll_at, settle_s)
+        elif key in gone:
+            correction, why = _for_reported_delete(gone[key], row, poll_at, settle_s)
+        elif row is not None and row.is_live and key[0] in complete:
+            correction, why = _for_absent(row, poll_at, settle_s)
+        else:
+            continue
+        if why is not None:
+            deferred[why] += 1
+        elif correction is not None:
+            corrections.append(correction)
+    return Plan(tuple(corrections), {d: deferred.get(d, 0) for d in Deferral})
+
+
+def _for_observed(
+    observed: ObservedResource, row: ResourceRow | None, poll_at: datetime, settle_s: int
+) -> tuple[Correction | None, Deferral | None]:
+    if row is None or not row.is_live:
+        why = deferral_of_create(observed, row, poll_at, settle_s)
+        if why is not None:
+            return None, why
+        at, requested = _dated(create_instant(observed, row, poll_at), row)
+        return Correction(
+            Kind.CREATE,
+            Reason.MISSED_CREATE,
+            observed.resource_type,
+            observed.resource_id,
+            observed.project_id,
+            at,
+            state=observed.state,
+            size=dict(observed.size) if observed.size is not None else {},
+            requested_at=requested,
+        ), None
+    changes = drift(observed, row)
+    if not changes:
+        return None, None
+    why = deferral_of_update(observed, row, poll_at, settle_s)
+    if why is not None:
+        return None, why
+    at, requested = _dated(poll_instant(poll_at), row)
+    return Correction(
+        Kind.UPDATE,
+        Reason.DRIFT,
+        observed.resource_type,
+        observed.resource_id,
+        observed.project_id,
+        at,
+        state=observed.state,
+        size=dict(observed.size) if "size" in changes and observed.size is not None else None,
+        changes=changes,
+        requested_at=requested,
+    ), None
+
+
+def _for_reported_delete(
+    deleted: DeletedResource, row: ResourceRow | None, poll_at: datetime, settle_s: int
+) -> tuple[Correction | None, Deferral | None]:
+    if row is None or delete_is_skipped(row):
+        return None, None
+    why = deferral_of_reported_delete(deleted, row, poll_at, settle_s)
+    if why is not None:
+        return None, why
+    at, requested = _dated(reported_delete_instant(deleted), row)
+    return Correction(
+        Kind.DELETE,
+        Reason.REPORTED_DELETE,
+        deleted.resource_type,
+        deleted.resource_id,
+        row.project_id,
+        at,
+        requested_at=requested,
+    ), None
+
+
+def _for_absent(
+    row: ResourceRow, poll_at: datetime, settle_s: int
+) -> tuple[Correction | None, Deferral | None]:
+    why = deferral_of_absence_delete(row, poll_at, settle_s)
+    if why is not None:
+        return None, why
+    at, requested = _dated(poll_instant(poll_at), row)
+    return Correction(
+        Kind.DELETE,
+        Reason.ABSENT,
+        row.key.resource_type,
+        row.key.resource_id,
+        row.project_id,
+        at,
+        requested_at=requested,
+    ), None

@@ -1,0 +1,72 @@
+"""The reconciliation's metrics, defined once on the default registry.
+
+Label sets are fixed; each cloud's children are created at zero when the
+service learns the cloud, so a rate over them is defined from the first scrape.
+"""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import Counter, Gauge
+
+from ._model import Deferral, Kind
+
+SYNC_RUNS = Counter(
+    "tally_sync_runs", "Sync runs by outcome (completed, failed, skipped).", ["cloud", "status"]
+)
+RECONCILED = Counter(
+    "tally_sync_resources_reconciled",
+    "Corrections booked, by action (created, updated, deleted).",
+    ["cloud", "action"],
+)
+SYNC_ERRORS = Counter("tally_sync_errors", "Errors recorded in sync runs' stats.errors.", ["cloud"])
+DEFERRED = Counter(
+    "tally_sync_resources_deferred",
+    "Corrections left to a later run, by reason (transitional, recent).",
+    ["cloud", "reason"],
+)
+LAST_COMPLETED = Gauge(
+    "tally_sync_last_completed_timestamp_seconds",
+    "Wall-clock instant the cloud's last completed run finished (0 until one has).",
+    ["cloud"],
+)
+LAST_COMPLETED_AGE = Gauge(
+    "tally_sync_last_completed_age_seconds",
+    "Seconds since the cloud's last completed run finished, or since this process started if none has.",
+    ["cloud"],
+)
+CONFIG_INVALID = Gauge(
+    "tally_sync_cloud_config_invalid",
+    "1 when the cloud's clouds config entry was refused at startup (its runs fail until it is fixed).",
+    ["cloud"],
+)
+
+ACTIONS = {Kind.CREATE: "created", Kind.UPDATE: "updated", Kind.DELETE: "deleted"}
+_STARTED = time.time()
+# Invariant: holds a cloud only once one of its runs completed in this process.
+_finished: dict[str, float] = {}
+
+
+def mark_completed(cloud: str) -> None:
+    """Record that a run of ``cloud`` completed now (wall clock, whatever instant it was told)."""
+    _finished[cloud] = time.time()
+    LAST_COMPLETED.labels(cloud).set(_finished[cloud])
+
+
+def init_cloud(cloud: str) -> None:
+    """Create the cloud's children at zero and the age gauge's reader."""
+    for status in ("completed", "failed", "skipped"):
+        SYNC_RUNS.labels(cloud, status)
+    for action in ACTIONS.values():
+        RECONCILED.labels(cloud, action)
+    SYNC_ERRORS.labels(cloud)
+    for reason in Deferral:
+        DEFERRED.labels(cloud, reason.value)
+    LAST_COMPLETED.labels(cloud)
+    CONFIG_INVALID.labels(cloud)
+
+    def age() -> float:
+        return time.time() - _finished.get(cloud, _STARTED)
+
+    LAST_COMPLETED_AGE.labels(cloud).set_function(age)

@@ -1,0 +1,149 @@
+"""What a run observes, what it decides, and what it answers: plain data, no behaviour.
+
+The adapter fills an ``Observation`` with facts and evidence (state, size, the
+platform's instants, whether the platform is still changing a resource); the
+framework's rules turn it into ``Correction`` values. Keeping the evidence raw
+here is what lets one set of rules serve every platform.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+class Deferral(enum.Enum):
+    """Why a correction was left to a later run."""
+
+    TRANSITIONAL = "transitional"  # the platform is still changing the resource
+    RECENT = "recent"  # the change lies inside the settle window (or after the run's instant)
+
+
+class Kind(enum.Enum):
+    """The three synthetic event kinds a run books; the value is the synthetic id's ``kind``."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+
+
+class Reason(enum.Enum):
+    """Why a correction was booked; written into ``payload.provider.reason``."""
+
+    MISSED_CREATE = "missed create"
+    DRIFT = "drift"
+    REPORTED_DELETE = "reported delete"
+    ABSENT = "absent from a complete listing"
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedResource:
+    """One live resource as the platform lists it.
+
+    Invariant: instants are aware UTC. ``size`` None means the platform did not
+    describe it this run (a missing size counts as unchanged). ``changed_at`` is the
+    platform's last change (updated, else created); None means no instant was given,
+    and such a resource is never deferred as recent.
+    """
+
+    resource_type: str
+    resource_id: str
+    project_id: str
+    state: str
+    size: Mapping[str, Any] | None
+    created_at: datetime | None
+    changed_at: datetime | None
+    transitional: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedResource:
+    """A deletion the platform reported itself (nova's deleted-servers listing), with its instant."""
+
+    resource_type: str
+    resource_id: str
+    project_id: str
+    deleted_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What one run saw of one cloud.
+
+    Invariant: ``incomplete_types`` is a subset of ``enumerated_types``; only a
+    type enumerated and not incomplete may conclude that an unnamed row is gone.
+    """
+
+    resources: tuple[ObservedResource, ...]
+    deleted: tuple[DeletedResource, ...]
+    enumerated_types: frozenset[str]
+    incomplete_types: frozenset[str]
+    errors: tuple[str, ...] = ()
+
+    @property
+    def complete_types(self) -> frozenset[str]:
+        return self.enumerated_types - self.incomplete_types
+
+
+@dataclass(frozen=True, slots=True)
+class SizeNameEntry:
+    """One platform id of a size member and the name it stands for (a cinder volume type)."""
+
+    resource_type: str
+    member: str
+    value: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Correction:
+    """One synthetic event a run decided to book."""
+
+    kind: Kind
+    reason: Reason
+    resource_type: str
+    resource_id: str
+    project_id: str
+    timestamp: datetime
+    state: str | None = None
+    size: Mapping[str, Any] | None = None
+    changes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # The instant the rule asked for, when the row's newest event forced a later one.
+    requested_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The diff's answer: corrections to book, in key order, and the deferred counts."""
+
+    corrections: tuple[Correction, ...]
+    deferred: Mapping[Deferral, int]
+
+
+class Status(enum.Enum):
+    """The outcome of asking for a run."""
+
+    COMPLETED = "completed"  # the run finished with no recorded error: 200
+    FAILED = "failed"  # the run recorded at least one error: 500, reasons in the row
+    LOCK_HELD = "lock_held"  # another run holds the cloud: 409, no row written
+    UNKNOWN_CLOUD = "unknown_cloud"  # the clouds config names no such cloud: 404
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOutcome:
+    """What a run answers its caller; ``stats`` is the row's stats document."""
+
+    status: Status
+    cloud: str
+    sync_run_id: str | None = None
+    stats: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The 200 body: the run id and the corrections it booked."""
+        return {
+            "sync_run_id": self.sync_run_id,
+            "stats": {k: self.stats.get(k, 0) for k in ("created", "updated", "deleted")},
+        }

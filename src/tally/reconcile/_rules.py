@@ -1,0 +1,182 @@
+"""The reconciliation's rules, one pure function each (seed 000, "What a run defers" and
+"The instants a missed delete is booked at").
+
+Each function here is named after the rule it decides and has a test of the same
+name; the diff only composes them. Nothing in this module reads a clock: the
+run's instant (``poll_at``) is always passed in, because a told instant is the
+run's one clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from tally.core import ONE_MICROSECOND, ResourceRow
+
+from ._model import Deferral, DeletedResource, ObservedResource
+
+DELETED_WINDOW_CLAMP = timedelta(hours=24)
+MAX_ERRORS = 100
+MAX_ERROR_BYTES = 4096
+
+
+def inside_recent_window(instant: datetime | None, poll_at: datetime, settle_s: int) -> bool:
+    """Whether a change at ``instant`` is too recent for this run to correct.
+
+    The window is the ``settle_s`` seconds before the run's instant; an instant
+    after the run's instant counts as inside (a platform clock ahead of ours, or a
+    told instant behind the cloud's present). No instant is never recent, and a
+    window of 0 turns the rule off.
+    """
+    if instant is None or settle_s <= 0:
+        return False
+    return instant >= poll_at - timedelta(seconds=settle_s)
+
+
+def _row_recent(row: ResourceRow | None, poll_at: datetime, settle_s: int) -> bool:
+    return row is not None and inside_recent_window(row.last_event_at, poll_at, settle_s)
+
+
+def deferral_of_create(
+    observed: ObservedResource, row: ResourceRow | None, poll_at: datetime, settle_s: int
+) -> Deferral | None:
+    """A create waits while the resource is in transition, or when the platform changed it inside
+    the window, or when the row exists and its newest event is inside the window."""
+    if observed.transitional:
+        return Deferral.TRANSITIONAL
+    if inside_recent_window(observed.changed_at, poll_at, settle_s) or _row_recent(row, poll_at, settle_s):
+        return Deferral.RECENT
+    return None
+
+
+def deferral_of_update(
+    observed: ObservedResource, row: ResourceRow, poll_at: datetime, settle_s: int
+) -> Deferral | None:
+    """An update waits while the resource is in transition, or when the platform's change or the
+    row's newest event is inside the window."""
+    if observed.transitional:
+        return Deferral.TRANSITIONAL
+    if inside_recent_window(observed.changed_at, poll_at, settle_s) or _row_recent(row, poll_at, settle_s):
+        return Deferral.RECENT
+    return None
+
+
+def deferral_of_reported_delete(
+    deleted: DeletedResource, row: ResourceRow, poll_at: datetime, settle_s: int
+) -> Deferral | None:
+    """A reported delete is never transitional; it waits when the deletion or the row's newest
+    event is inside the window."""
+    if inside_recent_window(deleted.deleted_at, poll_at, settle_s) or _row_recent(row, poll_at, settle_s):
+        return Deferral.RECENT
+    return None
+
+
+def deferral_of_absence_delete(row: ResourceRow, poll_at: datetime, settle_s: int) -> Deferral | None:
+    """A delete by absence waits when the row's newest event is inside the window: an instance
+    created after the listing answered but delivered before the rows were read exists."""
+    if _row_recent(row, poll_at, settle_s):
+        return Deferral.RECENT
+    return None
+
+
+def drift(observed: ObservedResource, row: ResourceRow) -> dict[str, dict[str, Any]]:
+    """The members in which the platform and the row differ, each with its old and new value.
+
+    State and project compare as text, size by JSON deep equality; a size the
+    platform did not describe counts as the same.
+    """
+    changes: dict[str, dict[str, Any]] = {}
+    if observed.state != row.state:
+        changes["state"] = {"old": row.state, "new": observed.state}
+    if observed.project_id != row.project_id:
+        changes["project_id"] = {"old": row.project_id, "new": observed.project_id}
+    if observed.size is not None and not _json_equal(observed.size, row.size):
+        changes["size"] = {"old": dict(row.size), "new": dict(observed.size)}
+    return changes
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    # bool is an int in Python but not in JSON: true must not equal 1.
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def create_instant(observed: ObservedResource, row: ResourceRow | None, poll_at: datetime) -> datetime:
+    """A create is dated at the platform's creation instant if the row never existed, else at the poll."""
+    if row is None and observed.created_at is not None:
+        return observed.created_at
+    return poll_at
+
+
+def reported_delete_instant(deleted: DeletedResource) -> datetime:
+    """A delete the platform reported is dated at the instant it reports (nova's terminated_at)."""
+    return deleted.deleted_at
+
+
+def poll_instant(poll_at: datetime) -> datetime:
+    """An update and a delete by absence are dated at the run's instant."""
+    return poll_at
+
+
+def past_newest_event(instant: datetime, row: ResourceRow | None) -> datetime:
+    """A correction behind the row's newest event is dated 1 µs past it, so the fold orders it last."""
+    if row is not None and instant < row.last_event_at:
+        return row.last_event_at + ONE_MICROSECOND
+    return instant
+
+
+def delete_is_skipped(row: ResourceRow | None) -> bool:
+    """No delete for a row that does not exist or is already deleted: the first delete stands."""
+    return row is None or not row.is_live
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedWindow:
+    """Where the deleted-servers listing opens; ``since`` None means no listing this run."""
+
+    since: datetime | None
+    widened: bool = False
+
+
+def deleted_servers_window(bound: datetime | None, poll_at: datetime, settle_s: int) -> DeletedWindow:
+    """The window of nova's deleted-servers listing.
+
+    It opens at the last completed run's started_at less the settle window, and is
+    clamped to 24 hours behind the run's instant. A cloud's first run (no bound)
+    asks for none. A run told an instant behind the bound would ask for a window
+    that has not happened yet, which nova answers empty: it asks for the whole 24
+    hours behind its own instant instead (``widened``, logged at warn level).
+    """
+    if bound is None:
+        return DeletedWindow(None)
+    floor = poll_at - DELETED_WINDOW_CLAMP
+    if poll_at < bound:
+        return DeletedWindow(floor, widened=True)
+    return DeletedWindow(max(bound - timedelta(seconds=settle_s), floor))
+
+
+def reported_within_run(deleted: DeletedResource, poll_at: datetime) -> bool:
+    """A deletion dated after the run's instant is not the run's to date: nova's window has no upper
+    end, so such a server is left to the absence pass, at the poll."""
+    return deleted.deleted_at <= poll_at
+
+
+def cap_errors(errors: Iterable[str]) -> list[str]:
+    """At most 100 reasons, each cut to 4 KiB of UTF-8, so a failing cloud cannot bloat its row."""
+    capped: list[str] = []
+    for text in errors:
+        if len(capped) == MAX_ERRORS:
+            break
+        raw = text.encode()
+        if len(raw) > MAX_ERROR_BYTES:
+            text = raw[:MAX_ERROR_BYTES].decode(errors="ignore")
+        capped.append(text)
+    return capped

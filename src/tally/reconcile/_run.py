@@ -1,0 +1,238 @@
+"""One sync run of one cloud: lock, record, observe, name sizes, diff, book, record.
+
+The order of work, and why:
+
+1. Read the run's one clock: the told instant, else the wall clock read once.
+2. Take the cloud's lock in the database (held: answer "lock held", write nothing).
+3. Read the bound (last completed run's started_at) *before* inserting this run's
+   row, then insert the row with started_at = the run's instant.
+4. Under the budget: observe (adapter), list the size names, read the rows, diff,
+   book through the ingest pipeline. The rows are read after the listing: an
+   event delivered in between is then in the rows, and the recent rule covers it.
+5. Record the row: completed when no error was recorded, else failed. A run
+   cancelled from outside (the client went away, shutdown) is recorded failed
+   under a shield and the cancellation goes on.
+
+A failed run keeps the corrections it booked and never moves the bound, because
+only completed runs count for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+import anyio
+
+from tally.actors import Budget, BudgetExceeded
+from tally.config import CloudEntry
+from tally.core import ResourceRow, utc_now
+from tally.store import SizeName, SyncLockHeld
+
+from . import _metrics
+from ._adapter import Adapter, ObserveRequest, Progress
+from ._booking import IngestsEvents, book
+from ._diff import diff
+from ._errors import RunAborted, SizeNamesFailed
+from ._model import Deferral, Kind, SyncOutcome
+from ._model import Status as RunStatus
+from ._rules import cap_errors, deleted_servers_window
+
+log = logging.getLogger(__name__)
+
+
+class SyncStore(Protocol):
+    """The store methods a run uses (``tally.store.Store`` provides them)."""
+
+    async def resources_of_cloud(self, cloud: str) -> list[ResourceRow]: ...
+    async def replace_size_names(self, cloud: str, rows: Sequence[SizeName]) -> None: ...
+    async def start_sync_run(self, cloud: str, started_at: datetime | None = None) -> str: ...
+    async def finish_sync_run(
+        self, run_id: str, status: Any, stats: Any, completed_at: datetime | None = None
+    ) -> None: ...
+    async def last_completed_sync_started_at(self, cloud: str) -> datetime | None: ...
+    def sync_lock(self, cloud: str) -> Any: ...
+
+
+@dataclass(slots=True)
+class RunStats:
+    """The stats document of a sync_runs row, built up as the run goes."""
+
+    created: int = 0
+    updated: int = 0
+    deleted: int = 0
+    errors: list[str] = field(default_factory=list)
+    deferred: dict[Deferral, int] = field(default_factory=lambda: {d: 0 for d in Deferral})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "created": self.created,
+            "updated": self.updated,
+            "deleted": self.deleted,
+            "errors": cap_errors(self.errors),
+            "error_count": len(self.errors),
+            "deferred": {d.value: self.deferred[d] for d in Deferral},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """The settings every run of a deployment shares."""
+
+    settle_s: int = 60
+    budget_s: float = 45.0
+
+
+async def run_sync(
+    entry: CloudEntry,
+    *,
+    store: SyncStore,
+    pipeline: IngestsEvents,
+    open_adapter: Callable[[CloudEntry], Adapter],
+    settings: RunSettings,
+    at: datetime | None = None,
+    config_error: str | None = None,
+) -> SyncOutcome:
+    """Run one sync of ``entry`` (see the module docstring); never raises for a failed run.
+
+    ``config_error`` is the reason the entry's adapter_config was refused at
+    startup: the run then records it and ends failed before anything is observed.
+    """
+    poll_at = at if at is not None else utc_now()
+    cloud = entry.cloud
+    try:
+        async with store.sync_lock(cloud):
+            return await _locked_run(entry, store, pipeline, open_adapter, settings, poll_at, config_error)
+    except SyncLockHeld:
+        _metrics.SYNC_RUNS.labels(cloud, "skipped").inc()
+        log.info("sync lock held cloud=%s", cloud)
+        return SyncOutcome(RunStatus.LOCK_HELD, cloud)
+
+
+async def _locked_run(
+    entry: CloudEntry,
+    store: SyncStore,
+    pipeline: IngestsEvents,
+    open_adapter: Callable[[CloudEntry], Adapter],
+    settings: RunSettings,
+    poll_at: datetime,
+    config_error: str | None,
+) -> SyncOutcome:
+    cloud = entry.cloud
+    bound = await store.last_completed_sync_started_at(cloud)
+    run_id = await store.start_sync_run(cloud, poll_at)
+    log.info("sync started cloud=%s sync_run_id=%s at=%s bound=%s", cloud, run_id, poll_at.isoformat(), bound)
+    stats = RunStats()
+    progress = Progress()
+    try:
+        try:
+            with Budget(settings.budget_s):
+                if config_error is not None:
+                    raise RunAborted(config_error)
+                await _work(
+                    entry, store, pipeline, open_adapter, settings, poll_at, bound, run_id, stats, progress
+                )
+        except BudgetExceeded:
+            stats.errors.append(
+                f"listing the resources of {cloud}: the run ended while {progress.current()}: "
+                "context deadline exceeded"
+            )
+        except RunAborted as exc:
+            stats.errors.append(str(exc))
+        except Exception as exc:
+            # Our side broke (the store, the pipeline): still a recorded failure, never a silent one.
+            log.exception("sync crashed cloud=%s sync_run_id=%s", cloud, run_id)
+            stats.errors.append(f"the run of {cloud} failed while {progress.current()}: {exc}")
+    except BaseException:
+        stats.errors.append(f"the run of {cloud} was cancelled while {progress.current()}")
+        with anyio.CancelScope(shield=True):
+            await _finish(store, cloud, run_id, stats)
+        raise
+    return await _finish(store, cloud, run_id, stats)
+
+
+async def _finish(store: SyncStore, cloud: str, run_id: str, stats: RunStats) -> SyncOutcome:
+    status = RunStatus.FAILED if stats.errors else RunStatus.COMPLETED
+    document = stats.to_json()
+    await store.finish_sync_run(run_id, status.value, document, utc_now())
+    _metrics.SYNC_RUNS.labels(cloud, status.value).inc()
+    if stats.errors:
+        _metrics.SYNC_ERRORS.labels(cloud).inc(len(stats.errors))
+        log.warning(
+            "sync failed cloud=%s sync_run_id=%s error_count=%d errors=%s",
+            cloud,
+            run_id,
+            len(stats.errors),
+            "; ".join(document["errors"][:5]),
+        )
+    else:
+        _metrics.mark_completed(cloud)
+        log.info(
+            "sync completed cloud=%s sync_run_id=%s created=%d updated=%d deleted=%d deferred=%s",
+            cloud,
+            run_id,
+            stats.created,
+            stats.updated,
+            stats.deleted,
+            document["deferred"],
+        )
+    return SyncOutcome(status, cloud, run_id, document)
+
+
+async def _work(
+    entry: CloudEntry,
+    store: SyncStore,
+    pipeline: IngestsEvents,
+    open_adapter: Callable[[CloudEntry], Adapter],
+    settings: RunSettings,
+    poll_at: datetime,
+    bound: datetime | None,
+    run_id: str,
+    stats: RunStats,
+    progress: Progress,
+) -> None:
+    cloud = entry.cloud
+    adapter = open_adapter(entry)
+    window = deleted_servers_window(bound, poll_at, settings.settle_s)
+    if window.widened:
+        log.warning(
+            "sync told an instant behind the bound cloud=%s sync_run_id=%s at=%s bound=%s deleted_since=%s",
+            cloud,
+            run_id,
+            poll_at.isoformat(),
+            bound.isoformat() if bound else None,
+            window.since.isoformat() if window.since else None,
+        )
+    observation = await adapter.observe(ObserveRequest(cloud, poll_at, window.since, progress))
+    stats.errors.extend(observation.errors)
+
+    progress.phase = "listing the size names"
+    try:
+        names = await adapter.list_size_names(progress)
+    except SizeNamesFailed as exc:
+        stats.errors.append(f"listing the size names of {cloud}: {exc}")
+    else:
+        await store.replace_size_names(
+            cloud, [SizeName(cloud, n.resource_type, n.member, n.value, n.name) for n in names]
+        )
+
+    progress.phase = "reading the projection"
+    rows = await store.resources_of_cloud(cloud)
+    plan = diff(observation, rows, poll_at=poll_at, settle_s=settings.settle_s)
+    for reason, count in plan.deferred.items():
+        stats.deferred[reason] += count
+        if count:
+            _metrics.DEFERRED.labels(cloud, reason.value).inc(count)
+
+    progress.phase = "booking the corrections"
+    result = await book(pipeline, plan.corrections, sync_run_id=run_id, cloud=cloud, platform=entry.platform)
+    stats.created += result.booked[Kind.CREATE]
+    stats.updated += result.booked[Kind.UPDATE]
+    stats.deleted += result.booked[Kind.DELETE]
+    for kind, count in result.booked.items():
+        if count:
+            _metrics.RECONCILED.labels(cloud, _metrics.ACTIONS[kind]).inc(count)
+    stats.errors.extend(result.errors)

@@ -1,0 +1,98 @@
+"""The built-in scheduler: one actor per configured cloud, in place of the reference's CronJob.
+
+Each actor runs a sync when it starts and then every ``sync_interval_s`` seconds
+with ±10 % jitter, so replicas and clouds do not fire in lockstep; an interval of
+0 means the cloud is synced only on request. A scheduled run that finds the lock
+held (another replica, or an HTTP trigger) skips: the next tick tries again.
+
+Told-instant mode (``TALLY_REPORTING_SYNC_CLOCK_URL``) is seed 002's development
+loop built in: before each run the actor reads the simulator's ``GET /clock`` and
+tells the run ``at = min(virtual_now, period_to)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from datetime import datetime
+
+import anyio
+import httpx
+
+from tally.actors import ActorContext, ChildSpec
+from tally.core import InstantError, parse_instant
+
+from ._model import Status
+from ._service import SyncService
+
+log = logging.getLogger(__name__)
+JITTER = 0.1
+
+
+class ClockUnreadable(Exception):
+    """The simulator's clock did not answer with virtual_now and period_to."""
+
+
+async def read_told_instant(client: httpx.AsyncClient, clock_url: str) -> datetime:
+    """``min(virtual_now, period_to)`` from the simulator's ``GET /clock``."""
+    try:
+        response = await client.get(clock_url)
+        response.raise_for_status()
+        document = response.json()
+        virtual_now = parse_instant(document["virtual_now"])
+        period_to = parse_instant(document["period_to"])
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, InstantError) as exc:
+        raise ClockUnreadable(f"reading the clock at {clock_url}: {exc}") from exc
+    return min(virtual_now, period_to)
+
+
+def next_delay(interval_s: float, rng: random.Random) -> float:
+    """The wait before the next scheduled run: the interval, ±10 %."""
+    return interval_s * (1.0 + rng.uniform(-JITTER, JITTER))
+
+
+async def run_cloud_scheduler(
+    service: SyncService,
+    cloud: str,
+    ctx: ActorContext,
+    *,
+    clock_url: str | None = None,
+    rng: random.Random | None = None,
+) -> None:
+    """Sync ``cloud`` at start and then on its interval until the supervisor asks it to stop."""
+    entry = service.entries[cloud]
+    rng = rng or random.Random()
+    ctx.started()
+    if entry.sync_interval_s == 0:
+        await ctx.wait_stopping()
+        return
+    async with httpx.AsyncClient(timeout=10.0) as client:
+        while not ctx.stopping:
+            await _tick(service, cloud, client, clock_url)
+            with anyio.move_on_after(next_delay(entry.sync_interval_s, rng)):
+                await ctx.wait_stopping()
+
+
+async def _tick(service: SyncService, cloud: str, client: httpx.AsyncClient, clock_url: str | None) -> None:
+    at: datetime | None = None
+    if clock_url is not None:
+        try:
+            at = await read_told_instant(client, clock_url)
+        except ClockUnreadable as exc:
+            log.warning("scheduled sync skipped cloud=%s reason=%s", cloud, exc)
+            return
+    outcome = await service.run_cloud(cloud, at)
+    if outcome.status is Status.LOCK_HELD:
+        log.info("scheduled sync skipped cloud=%s reason=lock_held", cloud)
+
+
+def scheduler_specs(service: SyncService, *, clock_url: str | None = None) -> list[ChildSpec]:
+    """One supervised actor per configured cloud, for the daemon's supervisor."""
+
+    def spec(cloud: str) -> ChildSpec:
+        async def run(ctx: ActorContext) -> None:
+            await run_cloud_scheduler(service, cloud, ctx, clock_url=clock_url)
+
+        return ChildSpec(f"sync-scheduler:{cloud}", run)
+
+    return [spec(cloud) for cloud in sorted(service.entries)]

@@ -1,0 +1,35 @@
+"""The simulator: a generated world, its virtual clock, and the fake OpenStack cloud that serves it."""
+
+from .clock import PublishProgress as PublishProgress
+from .clock import VirtualClock as VirtualClock
+from .compare import Comparison as Comparison
+from .compare import Difference as Difference
+from .compare import compare as compare
+from .compare import stored_intervals as stored_intervals
+from .fakecloud import create_fake_cloud_app as create_fake_cloud_app
+from .faults import FAULTS as FAULTS
+from .faults import FaultError as FaultError
+from .faults import parse_faults as parse_faults
+from .files import NotificationFileError as NotificationFileError
+from .files import expected_events as expected_events
+from .files import read_notifications as read_notifications
+from .files import write_month as write_month
+from .generator import GeneratorError as GeneratorError
+from .generator import Month as Month
+from .generator import TenantInfo as TenantInfo
+from .generator import generate_month as generate_month
+from .generator import generate_world as generate_world
+from .generator import parse_period as parse_period
+from .notifications import Notification as Notification
+from .oracle import Oracle as Oracle
+from .oracle import OracleError as OracleError
+from .oracle import build_oracle as build_oracle
+from .oracle import read_oracle as read_oracle
+from .world import Flavor as Flavor
+from .world import Project as Project
+from .world import Resource as Resource
+from .world import Segment as Segment
+from .world import VolumeType as VolumeType
+from .world import World as World
+from .world import WorldBuilder as WorldBuilder
+from .world import WorldError as WorldError

@@ -1,0 +1,127 @@
+"""Pieces every fake service shares: timestamp formats, JSON answers, limits, and the pager.
+
+The pager walks one type's resources in id order from the position after the
+marker, keeping those a predicate admits, until the page is full. A full listing
+therefore reads each resource once, and a page costs a bisection plus the
+resources it skips; nothing per request outlives the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+import orjson
+from quart import Response
+
+from ..world import Resource, Segment, World
+
+# The world's instants are UTC already, so isoformat with the offset cut off does the job, several times
+# cheaper than strftime: a page formats thousands of them.
+
+
+def _iso(value: datetime, timespec: str) -> str:
+    text = value.isoformat(timespec=timespec)
+    if text.endswith("+00:00"):
+        return text[:-6]
+    if value.tzinfo is None:
+        return text
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec=timespec)
+
+
+def z_seconds(value: datetime) -> str:
+    """Nova, neutron and glance: seconds and ``Z``."""
+    return _iso(value, "seconds") + "Z"
+
+
+def naive_micro(value: datetime) -> str:
+    """Cinder and nova's usage fields: six-digit fraction, no zone."""
+    return _iso(value, "microseconds")
+
+
+def naive_seconds(value: datetime) -> str:
+    """Octavia: seconds, no zone."""
+    return _iso(value, "seconds")
+
+
+def parse_time_param(text: str) -> datetime | None:
+    """An ISO 8601 query instant as oslo's parse_isotime reads it (a naive one is UTC); None if invalid."""
+    candidate = text.strip()
+    if candidate[-1:] in ("z", "Z"):
+        candidate = candidate[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(candidate)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    response = Response(orjson.dumps(body), status=status, content_type="application/json")
+    if headers:
+        for key, value in headers.items():
+            response.headers[key] = value
+    return response
+
+
+def parse_limit(text: str | None) -> int | str | None:
+    """``None`` when absent; an int >= 0; or the offending text when it is not one."""
+    if text is None:
+        return None
+    if not text.isdigit():
+        return text
+    return int(text)
+
+
+def truthy(value: str | None) -> bool | None:
+    """oslo's bool_from_string (strict): True/False, or None when not a boolean word."""
+    if value is None:
+        return None
+    lowered = value.strip().lower()
+    if lowered in ("", "1", "t", "true", "on", "y", "yes"):
+        return True
+    if lowered in ("0", "f", "false", "off", "n", "no"):
+        return False
+    return None
+
+
+Admit = Callable[[Resource], Segment | bool | None]
+
+
+def page(
+    world: World, resource_type: str, start: int, limit: int, admit: Callable[[Resource], Any]
+) -> list[tuple[Resource, Any]]:
+    """Up to ``limit`` resources from index ``start`` for which ``admit`` returns something truthy."""
+    resources = world.of_type(resource_type)
+    out: list[tuple[Resource, Any]] = []
+    index = start
+    total = len(resources)
+    while index < total and len(out) < limit:
+        resource = resources[index]
+        seen = admit(resource)
+        if seen:
+            out.append((resource, seen))
+        index += 1
+    return out
+
+
+def iter_all(
+    world: World, resource_type: str, admit: Callable[[Resource], Any]
+) -> Iterator[tuple[Resource, Any]]:
+    for resource in world.of_type(resource_type):
+        seen = admit(resource)
+        if seen:
+            yield resource, seen
+
+
+def query_string(params: Mapping[str, str] | list[tuple[str, str]]) -> str:
+    items = sorted(params.items()) if isinstance(params, Mapping) else list(params)
+    return urlencode(items)
+
+
+def shifted(value: datetime, skew: timedelta) -> datetime:
+    return value + skew if skew else value

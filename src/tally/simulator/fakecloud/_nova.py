@@ -1,0 +1,371 @@
+"""Nova of the fake cloud: the version document, microversions, servers/detail and flavors/detail.
+
+Servers are listed in resource-id order (real nova sorts by created_at desc; a client pages by
+marker either way). Deleted servers stay listable with ``deleted=true`` or ``changes-since``, as
+nova keeps their rows until an operator archives them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from quart import Response
+
+from ..world import Flavor, Resource, Segment
+from ._common import (
+    json_response,
+    naive_micro,
+    page,
+    parse_limit,
+    parse_time_param,
+    query_string,
+    truthy,
+    z_seconds,
+)
+from ._context import Ctx
+
+MIN_VERSION: Final = (2, 1)
+MAX_VERSION: Final = (2, 96)
+MAX_LIMIT: Final = 1000
+
+_VM_STATE: Final = {
+    "active": "active",
+    "shutoff": "stopped",
+    "shelved": "shelved_offloaded",
+    "paused": "paused",
+    "suspended": "suspended",
+    "error": "error",
+}
+_POWER: Final = {"active": 1, "stopped": 4, "shelved_offloaded": 4, "paused": 3, "suspended": 7, "error": 0}
+_STATUS: Final = {
+    "active": "ACTIVE",
+    "building": "BUILD",
+    "stopped": "SHUTOFF",
+    "paused": "PAUSED",
+    "suspended": "SUSPENDED",
+    "error": "ERROR",
+    "deleted": "DELETED",
+    "shelved_offloaded": "SHELVED_OFFLOADED",
+}
+_RESIZE: Final = frozenset({"resize_prep", "resize_migrating", "resize_migrated", "resize_finish"})
+_VERSION_RE: Final = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
+
+
+def fault(code: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    names = {
+        400: "badRequest",
+        401: "unauthorized",
+        403: "forbidden",
+        404: "itemNotFound",
+        503: "serviceUnavailable",
+    }
+    return json_response({names.get(code, "computeFault"): {"code": code, "message": message}}, code, headers)
+
+
+def _vstr(version: tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
+def negotiate(headers: Any) -> tuple[int, int] | Response:
+    """The microversion a request asks for (2.1 when none), or nova's 400/406 answer."""
+    value = None
+    modern = headers.get("OpenStack-API-Version")
+    if modern:
+        for part in modern.split(","):
+            service, _, version = part.strip().partition(" ")
+            if service.lower() == "compute":
+                value = version.strip()
+    if value is None:
+        value = headers.get("X-OpenStack-Nova-API-Version")
+    if not value:
+        return MIN_VERSION
+    if value.lower() == "latest":
+        return MAX_VERSION
+    match = _VERSION_RE.match(value)
+    if match is None:
+        return fault(
+            400, f"API Version String {value} is of invalid format. Must be of format MajorNum.MinorNum."
+        )
+    version = (int(match.group(1)), int(match.group(2)))
+    if not MIN_VERSION <= version <= MAX_VERSION:
+        return fault(
+            406,
+            f"Version {value} is not supported by the API. Minimum is {_vstr(MIN_VERSION)} "
+            f"and maximum is {_vstr(MAX_VERSION)}.",
+        )
+    return version
+
+
+def version_headers(version: tuple[int, int]) -> dict[str, str]:
+    text = _vstr(version)
+    return {
+        "OpenStack-API-Version": f"compute {text}",
+        "X-OpenStack-Nova-API-Version": text,
+        "Vary": "OpenStack-API-Version, X-OpenStack-Nova-API-Version",
+    }
+
+
+def _version_doc(root: str) -> dict[str, Any]:
+    return {
+        "id": "v2.1",
+        "status": "CURRENT",
+        "version": _vstr(MAX_VERSION),
+        "min_version": _vstr(MIN_VERSION),
+        "updated": "2013-07-23T11:33:21Z",
+        "links": [{"rel": "self", "href": f"{root}/v2.1/"}],
+    }
+
+
+def versions(root: str) -> Response:
+    v20 = {
+        "id": "v2.0",
+        "status": "DEPRECATED",
+        "version": "",
+        "min_version": "",
+        "updated": "2025-07-04T12:00:00Z",
+        "links": [{"rel": "self", "href": f"{root}/v2/"}],
+    }
+    return json_response({"versions": [v20, _version_doc(root)]})
+
+
+def version(root: str) -> Response:
+    doc = _version_doc(root)
+    doc["media-types"] = [
+        {"base": "application/json", "type": "application/vnd.openstack.compute+json;version=2.1"}
+    ]
+    return json_response({"version": doc})
+
+
+def _flavor_view(
+    flavor: Flavor | None, flavor_id: str, version: tuple[int, int], root: str
+) -> dict[str, Any]:
+    if version >= (2, 47):
+        if flavor is None:
+            return {}
+        return {
+            "original_name": flavor.name,
+            "vcpus": flavor.vcpus,
+            "ram": flavor.ram_mb,
+            "disk": flavor.disk_gb,
+            "ephemeral": flavor.ephemeral_gb,
+            "swap": flavor.swap_mb,
+            "extra_specs": {},
+        }
+    return {"id": flavor_id, "links": [{"rel": "bookmark", "href": f"{root}/flavors/{flavor_id}"}]}
+
+
+def _server(
+    ctx: Ctx, r: Resource, seg: Segment | None, version: tuple[int, int], root: str
+) -> dict[str, Any]:
+    skew = ctx.skew
+    created = r.created_at + skew
+    if seg is None:  # deleted
+        last = r.last
+        vm_state, task_state, power, status = "deleted", None, 0, "DELETED"
+        project, flavor_id = last.project_id, last.flavor_id or ""
+        updated = (r.terminated_at or r.created_at) + skew
+    else:
+        project, flavor_id = seg.project_id, seg.flavor_id or ""
+        if seg.transition == "building":
+            vm_state, task_state = "building", "spawning"
+        else:
+            vm_state, task_state = _VM_STATE[seg.state], seg.transition
+        power = 0 if vm_state == "building" else _POWER[vm_state]
+        status = _STATUS[vm_state]
+        if task_state:
+            status = _task_status(vm_state, task_state, status)
+        updated = (r.updated_at(ctx.instant) or r.created_at) + skew
+    launched = r.launched_at
+    visible_launch = launched is not None and launched <= ctx.instant
+    body: dict[str, Any] = {
+        "id": r.resource_id,
+        "name": r.name,
+        "tenant_id": project,
+        "user_id": r.user_id,
+        "status": status,
+        "OS-EXT-STS:vm_state": vm_state,
+        "OS-EXT-STS:task_state": task_state,
+        "OS-EXT-STS:power_state": power,
+        "OS-EXT-AZ:availability_zone": "nova",
+        "created": z_seconds(created),
+        "updated": z_seconds(updated),
+        "OS-SRV-USG:launched_at": naive_micro(launched + skew) if launched and visible_launch else None,
+        "OS-SRV-USG:terminated_at": naive_micro(r.terminated_at + skew)
+        if seg is None and r.terminated_at
+        else None,
+        "flavor": _flavor_view(ctx.world.flavor(flavor_id), flavor_id, version, root),
+        "image": "",
+        "metadata": {},
+        "addresses": {},
+        "key_name": None,
+        "hostId": "",
+        "accessIPv4": "",
+        "accessIPv6": "",
+        "os-extended-volumes:volumes_attached": [],
+        "links": [
+            {"rel": "self", "href": f"{root}/v2.1/servers/{r.resource_id}"},
+            {"rel": "bookmark", "href": f"{root}/servers/{r.resource_id}"},
+        ],
+    }
+    if version >= (2, 9):
+        body["locked"] = False
+    if version >= (2, 26):
+        body["tags"] = []
+    if version >= (2, 19):
+        body["description"] = None
+    if status in ("ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE", "MIGRATING"):
+        body["progress"] = 0 if status == "BUILD" else 100
+    return body
+
+
+def _task_status(vm_state: str, task: str, default: str) -> str:
+    if vm_state == "active":
+        if task in ("rebooting", "reboot_pending", "reboot_started"):
+            return "REBOOT"
+        if task.endswith("_hard"):
+            return "HARD_REBOOT"
+        if task.startswith("rebuild"):
+            return "REBUILD"
+        if task == "migrating":
+            return "MIGRATING"
+        if task in _RESIZE:
+            return "RESIZE"
+    if vm_state == "stopped":
+        if task in _RESIZE:
+            return "RESIZE"
+        if task.startswith("rebuild"):
+            return "REBUILD"
+    if vm_state == "paused" and task == "migrating":
+        return "MIGRATING"
+    if vm_state == "error" and task.startswith("rebuild"):
+        return "REBUILD"
+    return default
+
+
+def servers_detail(ctx: Ctx, version: tuple[int, int], root: str) -> Response:
+    args = ctx.args
+    headers = version_headers(version)
+    all_tenants = "all_tenants" in args and truthy(args.get("all_tenants")) is not False
+    if all_tenants and not ctx.token.is_admin:
+        return fault(
+            403,
+            "Policy doesn't allow os_compute_api:servers:detail:get_all_tenants to be performed.",
+            headers,
+        )
+    limit = parse_limit(args.get("limit"))
+    if isinstance(limit, str):
+        return fault(
+            400, f"Invalid input for query parameters limit. Value: {limit}. '{limit}' is not valid", headers
+        )
+    if all_tenants and limit == 1 and ctx.faults.probe_refused:
+        return fault(
+            403,
+            "Policy doesn't allow os_compute_api:servers:detail:get_all_tenants to be performed.",
+            headers,
+        )
+    effective = MAX_LIMIT if limit is None else min(limit, MAX_LIMIT)
+    since = None
+    if "changes-since" in args:
+        since = parse_time_param(args["changes-since"])
+        if since is None:
+            value = args["changes-since"]
+            return fault(
+                400,
+                f"Invalid input for query parameters changes-since. Value: {value}. "
+                f"'{value}' is not a 'date-time'",
+                headers,
+            )
+    deleted_flag = truthy(args.get("deleted")) if ctx.token.is_admin and "deleted" in args else None
+    project = args.get("project_id") or args.get("tenant_id") if all_tenants else None
+    if not all_tenants:
+        project = ctx.token.project_id
+    start = 0
+    marker = args.get("marker")
+    if marker is not None:
+        position = ctx.world.position_after("instance", marker)
+        if position is None:
+            return fault(400, f"marker [{marker}] not found", headers)
+        start = position
+    instant, skew = ctx.instant, ctx.skew
+
+    def admit(r: Resource) -> Any:
+        gone = r.terminated_at is not None and r.terminated_at <= instant
+        if gone:
+            if deleted_flag is False or (deleted_flag is None and since is None):
+                return None
+            if project is not None and r.last.project_id != project:
+                return None
+            if since is not None and r.terminated_at is not None and r.terminated_at + skew < since:
+                return None
+            return "deleted"
+        if deleted_flag:
+            return None
+        seg = r.segment_at(instant)
+        if seg is None or (project is not None and seg.project_id != project):
+            return None
+        if since is not None and (r.updated_at(instant) or r.created_at) + skew < since:
+            return None
+        return seg
+
+    rows = page(ctx.world, "instance", start, effective, admit)
+    servers = [_server(ctx, r, None if seen == "deleted" else seen, version, root) for r, seen in rows]
+    body: dict[str, Any] = {"servers": servers}
+    if rows and len(rows) == effective:
+        params = [(k, v) for k, v in args.items(multi=True) if k != "marker"]
+        params.append(("marker", rows[-1][0].resource_id))
+        body["servers_links"] = [
+            {"rel": "next", "href": f"{root}/v2.1/servers/detail?{query_string(sorted(params))}"}
+        ]
+    return json_response(body, 200, headers)
+
+
+def flavors_detail(ctx: Ctx, version: tuple[int, int], root: str) -> Response:
+    args = ctx.args
+    headers = version_headers(version)
+    if ctx.faults.flavors_refused:
+        return fault(403, "Policy doesn't allow os_compute_api:flavors:detail to be performed.", headers)
+    limit = parse_limit(args.get("limit"))
+    if isinstance(limit, str):
+        return fault(400, f"Invalid input for query parameters limit. Value: {limit}.", headers)
+    effective = MAX_LIMIT if limit is None else min(limit, MAX_LIMIT)
+    is_public = args.get("is_public")
+    include_private = ctx.token.is_admin and is_public is not None and is_public.lower() == "none"
+    only_private = ctx.token.is_admin and is_public is not None and truthy(is_public) is False
+    flavors = sorted(ctx.world.flavors, key=lambda f: f.id)
+    chosen = [f for f in flavors if (include_private or (f.is_public != only_private))]
+    marker = args.get("marker")
+    if marker is not None:
+        ids = [f.id for f in chosen]
+        if marker not in ids:
+            return fault(400, f"marker [{marker}] not found", headers)
+        chosen = chosen[ids.index(marker) + 1 :]
+    rows = chosen[:effective]
+    out = []
+    for f in rows:
+        view: dict[str, Any] = {
+            "id": f.id,
+            "name": f.name,
+            "ram": f.ram_mb,
+            "disk": f.disk_gb,
+            "vcpus": f.vcpus,
+            "swap": f.swap_mb if version >= (2, 75) or f.swap_mb else "",
+            "OS-FLV-EXT-DATA:ephemeral": f.ephemeral_gb,
+            "os-flavor-access:is_public": f.is_public,
+            "links": [{"rel": "self", "href": f"{root}/v2.1/flavors/{f.id}"}],
+        }
+        if version < (2, 102):
+            view["OS-FLV-DISABLED:disabled"] = False
+            view["rxtx_factor"] = 1.0
+        if version >= (2, 55):
+            view["description"] = None
+        if version >= (2, 61):
+            view["extra_specs"] = {}
+        out.append(view)
+    body: dict[str, Any] = {"flavors": out}
+    if rows and len(rows) == effective:
+        params = [(k, v) for k, v in args.items(multi=True) if k != "marker"] + [("marker", rows[-1].id)]
+        body["flavors_links"] = [
+            {"rel": "next", "href": f"{root}/v2.1/flavors/detail?{query_string(sorted(params))}"}
+        ]
+    return json_response(body, 200, headers)

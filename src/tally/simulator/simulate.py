@@ -1,0 +1,415 @@
+"""``tally simulate``: a whole simulated month through the whole pipeline, in one process, then the verdict.
+
+The month (world, notifications, oracle) is generated; the publisher sends it onto the in-process
+bus (or RabbitMQ); the collector maps it into its outbox and its sender delivers into the ingest
+pipeline of the store (SQLite in the state directory, or PostgreSQL); the fake cloud serves the
+world over real HTTP on an ephemeral loopback port, named by a generated clouds.yaml and clouds
+config; syncs are told the virtual instant. At the end: the held-back share is released, a last
+sync runs at period_to, and the store's lifecycle intervals are compared with the oracle.
+
+Factor 0 is *lockstep*: publish up to an instant, let the collector drain (everything published is
+committed and delivered into ingest), sync at that instant, every ``sync_interval``. Nothing then
+depends on wall time, so two runs give the same store. Above 0 the publisher is paced by the clock
+and syncs run every ``sync_interval`` of virtual time at the clock's instant, as a deployment would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import yaml
+from prometheus_client import REGISTRY
+
+from tally.collector import Collector, InProcessBus
+from tally.config import Settings, load_clouds_config
+from tally.core import Interval
+from tally.ingest import IngestPipeline
+from tally.outbox import IngestSink
+from tally.reconcile._run import RunSettings
+from tally.reconcile._service import SyncService
+from tally.store import open_store
+
+from ._metrics import SYNCS
+from .clock import PublishProgress, VirtualClock
+from .compare import Comparison, compare
+from .fakecloud import ADMIN_PASSWORD, ADMIN_PROJECT, ADMIN_USER, create_fake_cloud_app, serve_fake_cloud
+from .generator import Month, generate_month
+from .publisher import AmqpSink, BusSink, Publisher, Sink, add_release_route, redact
+from .stored import lifecycles_of_store
+
+log = logging.getLogger(__name__)
+
+#: The exchanges the simulate collector binds: the billed services' (octavia included).
+COLLECTOR_EXCHANGES = "nova,neutron,openstack,glance,octavia"
+DEFAULT_SYNC_INTERVAL = timedelta(minutes=60)
+
+
+@dataclass(frozen=True)
+class SimulateOptions:
+    seed: int
+    period: str
+    scale: float = 1.0
+    days: int | None = None
+    faults: frozenset[str] = frozenset()
+    factor: float = 0.0
+    sync_interval: timedelta = DEFAULT_SYNC_INTERVAL
+    cloud: str = "os-sim"
+    store_url: str | None = None
+    amqp_url: str | None = None
+    allow_remote_broker: bool = False
+    queue_name: str = "tally-simulate"
+    state_dir: Path | None = None
+    now: datetime | None = None
+
+
+@dataclass
+class IngestTally:
+    accepted: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+
+
+class CountingPipeline:
+    """The ingest pipeline, counting what each source got accepted, deduplicated or rejected."""
+
+    def __init__(self, pipeline: IngestPipeline) -> None:
+        self._pipeline = pipeline
+        self.by_source: dict[str, IngestTally] = {}
+        self.reasons: Counter[str] = Counter()
+
+    async def ingest(self, items: Sequence[object], *, source: str = "collector", scope: Any = None) -> Any:
+        result = await self._pipeline.ingest(items, source=source, scope=scope)
+        tally = self.by_source.setdefault(source, IngestTally())
+        tally.accepted += result.accepted
+        tally.duplicates += result.duplicates
+        tally.rejected += len(result.rejected)
+        for r in result.rejected:
+            self.reasons[str(r.reason).split(":")[0]] += 1
+        return result
+
+
+@dataclass
+class Progress:
+    """What the run has done so far; the command line draws it."""
+
+    published: int = 0
+    total: int = 0
+    virtual_now: datetime | None = None
+    syncs: int = 0
+    failed_syncs: int = 0
+    corrections: Counter[str] = field(default_factory=Counter)
+    deferred: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class SimulateResult:
+    month: Month
+    comparison: Comparison
+    stored: dict[tuple[str, str], tuple[Interval, ...]]
+    progress: Progress
+    ingest: dict[str, IngestTally]
+    rejected_reasons: Counter[str]
+    wall_s: float
+    store_url: str
+    state_dir: Path
+
+    @property
+    def passed(self) -> bool:
+        return self.comparison.passed and self.progress.failed_syncs == 0
+
+
+def write_cloud_files(directory: Path, base_url: str, cloud: str) -> tuple[Path, Path]:
+    """The clouds.yaml naming the fake cloud's keystone, and the clouds config naming the cloud."""
+    clouds_yaml = directory / "clouds.yaml"
+    clouds_yaml.write_text(
+        yaml.safe_dump(
+            {
+                "clouds": {
+                    cloud: {
+                        "auth_type": "password",
+                        "auth": {
+                            "auth_url": f"{base_url}/v3",
+                            "username": ADMIN_USER,
+                            "password": ADMIN_PASSWORD,
+                            "project_name": ADMIN_PROJECT,
+                            "user_domain_name": "Default",
+                            "project_domain_name": "Default",
+                        },
+                        "region_name": "RegionOne",
+                        "interface": "public",
+                        # Plain HTTP on loopback: no TLS to verify, and skipping the CA bundle spares
+                        # every run the bundle's load (0.1 s each, which is most of a small run).
+                        "verify": False,
+                    }
+                }
+            }
+        )
+    )
+    config = directory / "clouds-config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "clouds": [
+                    {
+                        "cloud": cloud,
+                        "platform": "openstack",
+                        "adapter": "openstack",
+                        "adapter_config": {"os_cloud": cloud, "include_octavia": True},
+                        "sync_interval_s": 0,
+                    }
+                ]
+            }
+        )
+    )
+    return clouds_yaml, config
+
+
+@contextlib.contextmanager
+def _client_config(path: Path) -> Iterator[None]:
+    # The adapter resolves clouds.yaml from the environment, as the openstack client does.
+    previous = os.environ.get("OS_CLIENT_CONFIG_FILE")
+    os.environ["OS_CLIENT_CONFIG_FILE"] = str(path)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("OS_CLIENT_CONFIG_FILE", None)
+        else:
+            os.environ["OS_CLIENT_CONFIG_FILE"] = previous
+
+
+def _counter_total(name: str) -> float:
+    total = 0.0
+    for metric in REGISTRY.collect():
+        if metric.name == name:
+            total += sum(s.value for s in metric.samples if s.name.endswith("_total"))
+    return total
+
+
+class Drainer:
+    """Waits until everything published reached ingest: the bus's own drain, or for RabbitMQ the
+    collector's counters catching up with what was published, then the sender's flush."""
+
+    def __init__(self, collector: Collector, bus: InProcessBus | None) -> None:
+        self._collector = collector
+        self._bus = bus
+        self._taken_base = self._taken()
+
+    @staticmethod
+    def _taken() -> float:
+        return _counter_total("tally_collector_received") + _counter_total("tally_collector_unparseable")
+
+    async def drain(self, publisher: Publisher) -> None:
+        if self._bus is None:
+            # Only what went to a bound exchange reaches the queue.
+            published = sum(publisher.sent_by_exchange[name] for name in COLLECTOR_EXCHANGES.split(","))
+            # Every delivery is counted as received or unparseable before its group is committed;
+            # a consumer with nothing in hand has committed (and acked) all it counted.
+            consumers: Sequence[Any] = getattr(self._collector, "_consumers", ())
+            # Polling: the counters have no event to wait on, and a drain happens once per sync.
+            began = time.monotonic()
+            while self._taken() - self._taken_base < published or any(c.in_hand for c in consumers):  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+                if time.monotonic() - began > 10:
+                    log.info(
+                        "simulate waiting for the collector taken=%d published=%d",
+                        self._taken() - self._taken_base,
+                        published,
+                    )
+                    began = time.monotonic()
+        await self._collector.drain()
+
+
+@contextlib.contextmanager
+def _state_dir(given: Path | None) -> Iterator[Path]:
+    if given is not None:
+        given.mkdir(parents=True, exist_ok=True)
+        yield given
+        return
+    with tempfile.TemporaryDirectory(prefix="tally-simulate-") as tmp:
+        yield Path(tmp)
+
+
+async def simulate(
+    options: SimulateOptions,
+    *,
+    month: Month | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> SimulateResult:
+    """Run the month of ``options`` through the pipeline; raises GeneratorError/FaultError/PublishError
+    for bad input before anything starts."""
+    began = time.monotonic()
+    month = month or generate_month(
+        options.seed,
+        options.period,
+        scale=options.scale,
+        cloud=options.cloud,
+        faults=options.faults,
+        days=options.days,
+        now=options.now,
+    )
+    progress = Progress(total=len(month.notifications) + len(month.held_back))
+
+    def tell() -> None:
+        if on_progress is not None:
+            on_progress(progress)
+
+    with _state_dir(options.state_dir) as state_dir:
+        store_url = options.store_url or f"sqlite:///{(state_dir / 'tally.sqlite3').resolve()}"
+        settings = Settings(
+            state_dir=state_dir,
+            osc_amqp_url=options.amqp_url,
+            osc_buffer_path=state_dir / "outbox.sqlite3",
+            osc_cloud=month.cloud,
+            osc_exchanges=COLLECTOR_EXCHANGES,
+            osc_queue_name=options.queue_name,
+            osc_flush_interval_s=5.0,
+        )
+        async with open_store(store_url) as store:
+            await store.migrate_up()
+            pipeline = CountingPipeline(IngestPipeline(store, require_size_schema=False))
+            clock = VirtualClock(month.period_from, 0.0)
+            publish_progress = PublishProgress()
+            app = create_fake_cloud_app(month.world, clock, progress=publish_progress)
+            async with contextlib.AsyncExitStack() as stack:
+                sink: Sink
+                bus: InProcessBus | None = None
+                if options.amqp_url is not None:
+                    # Declares the exchanges before the collector looks for them.
+                    sink = await stack.enter_async_context(
+                        AmqpSink(options.amqp_url, allow_remote=options.allow_remote_broker)
+                    )
+                else:
+                    bus = InProcessBus()
+                    sink = BusSink(bus)
+                publisher = Publisher(month.notifications, month.held_back, sink, clock, publish_progress)
+                add_release_route(app, publisher)
+                async with anyio.create_task_group() as tg:
+                    port = await tg.start(serve_fake_cloud, app, "127.0.0.1", 0)
+                    base_url = f"http://127.0.0.1:{port}"
+                    clouds_yaml, clouds_config = write_cloud_files(state_dir, base_url, month.cloud)
+                    service = SyncService(
+                        load_clouds_config(clouds_config),
+                        store=store,
+                        pipeline=pipeline,
+                        settings=RunSettings(settle_s=0, budget_s=600.0),
+                    )
+                    collector = Collector(settings, sink=IngestSink(pipeline), bus=bus)
+                    await tg.start(collector.serve)
+                    drainer = Drainer(collector, bus)
+                    log.info(
+                        "simulate started cloud=%s fake_cloud=%s store=%s bus=%s factor=%s "
+                        "sync_interval_s=%d",
+                        month.cloud,
+                        base_url,
+                        redact(store_url) if store_url.startswith("postgres") else store_url,
+                        redact(options.amqp_url) if options.amqp_url else "in-process",
+                        options.factor,
+                        options.sync_interval.total_seconds(),
+                    )
+
+                    async def sync(at: datetime) -> None:
+                        if clock.factor == 0.0:
+                            clock.set(at)
+                        outcome = await service.run_cloud(month.cloud, at)
+                        SYNCS.labels(outcome.status.value).inc()
+                        progress.syncs += 1
+                        progress.virtual_now = at
+                        if outcome.status.value != "completed":
+                            progress.failed_syncs += 1
+                            log.warning(
+                                "simulate sync not completed at=%s status=%s errors=%s",
+                                at.isoformat(),
+                                outcome.status.value,
+                                outcome.stats.get("errors"),
+                            )
+                        for kind in ("created", "updated", "deleted"):
+                            progress.corrections[kind] += int(outcome.stats.get(kind, 0) or 0)
+                        deferred: Mapping[str, int] = outcome.stats.get("deferred") or {}
+                        for reason, count in deferred.items():
+                            progress.deferred[reason] += int(count)
+                        progress.published = publish_progress.published
+                        tell()
+
+                    with _client_config(clouds_yaml):
+                        if options.factor == 0:
+                            await _lockstep(month, publisher, drainer, sync, options.sync_interval)
+                        else:
+                            await _paced(month, publisher, drainer, clock, sync, options)
+                        if publisher.progress.holding:
+                            await publisher.release()
+                        await drainer.drain(publisher)
+                        await sync(month.period_to)
+                    tg.cancel_scope.cancel()
+            stored = await lifecycles_of_store(store, month.cloud)
+    comparison = compare(month.oracle, stored, sync_interval=options.sync_interval)
+    progress.published = publish_progress.published
+    wall = time.monotonic() - began
+    log.info(
+        "simulate finished passed=%s exact=%d off=%d tolerated=%d seconds_off=%.0f syncs=%d wall_s=%.1f",
+        comparison.passed,
+        comparison.exact,
+        comparison.off,
+        comparison.tolerated,
+        comparison.seconds_off,
+        progress.syncs,
+        wall,
+    )
+    return SimulateResult(
+        month=month,
+        comparison=comparison,
+        stored=stored,
+        progress=progress,
+        ingest=pipeline.by_source,
+        rejected_reasons=pipeline.reasons,
+        wall_s=wall,
+        store_url=store_url,
+        state_dir=state_dir,
+    )
+
+
+SyncAt = Callable[[datetime], Any]
+
+
+async def _lockstep(
+    month: Month, publisher: Publisher, drainer: Drainer, sync: SyncAt, interval: timedelta
+) -> None:
+    at = month.period_from + interval
+    while at < month.period_to:
+        await publisher.publish_until(at)
+        await drainer.drain(publisher)
+        await sync(at)
+        at += interval
+    await publisher.publish_until(month.period_to)
+
+
+async def _paced(
+    month: Month,
+    publisher: Publisher,
+    drainer: Drainer,
+    clock: VirtualClock,
+    sync: SyncAt,
+    options: SimulateOptions,
+) -> None:
+    clock.rebase(options.factor)
+    wall_interval = options.sync_interval.total_seconds() / options.factor
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(publisher.publish_paced)
+        while not publisher.done:
+            await anyio.sleep(wall_interval)
+            at = min(clock.now(), month.period_to)
+            if at >= month.period_to:
+                break
+            await sync(at)
+    clock.rebase(0.0)

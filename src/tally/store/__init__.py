@@ -1,0 +1,74 @@
+"""The store: the ``Store`` interface, its SQLite and PostgreSQL backends, and numbered migrations.
+
+``open_store(url)`` is the one way in: ``sqlite:///path/to/file`` for the
+embedded default, ``postgresql://...`` for production. Both backends pass the
+same contract test suite (tests/store).
+"""
+
+from ._interface import EVENT_GROUPS as EVENT_GROUPS
+from ._interface import RESOURCE_GROUPS as RESOURCE_GROUPS
+from ._interface import ApiToken as ApiToken
+from ._interface import AuditEntry as AuditEntry
+from ._interface import AuditRecord as AuditRecord
+from ._interface import BatchOutcome as BatchOutcome
+from ._interface import Bucket as Bucket
+from ._interface import Conflict as Conflict
+from ._interface import DeadLetter as DeadLetter
+from ._interface import EventFilter as EventFilter
+from ._interface import EventKey as EventKey
+from ._interface import IngestCredential as IngestCredential
+from ._interface import MigrationError as MigrationError
+from ._interface import Page as Page
+from ._interface import Project as Project
+from ._interface import RejectedEvent as RejectedEvent
+from ._interface import RejectedKey as RejectedKey
+from ._interface import Relation as Relation
+from ._interface import ResourceFilter as ResourceFilter
+from ._interface import ResourceStatus as ResourceStatus
+from ._interface import ResourceType as ResourceType
+from ._interface import RuleViolation as RuleViolation
+from ._interface import SchemaStatus as SchemaStatus
+from ._interface import SizeName as SizeName
+from ._interface import Store as Store
+from ._interface import StoreError as StoreError
+from ._interface import SyncLockHeld as SyncLockHeld
+from ._interface import SyncStatus as SyncStatus
+from ._interface import TokenRole as TokenRole
+from ._interface import UnsupportedStoreUrl as UnsupportedStoreUrl
+from ._open import hash_secret as hash_secret
+from ._open import open_store as open_store
+
+__all__ = [
+    "EVENT_GROUPS",
+    "RESOURCE_GROUPS",
+    "ApiToken",
+    "AuditEntry",
+    "AuditRecord",
+    "BatchOutcome",
+    "Bucket",
+    "Conflict",
+    "DeadLetter",
+    "EventFilter",
+    "EventKey",
+    "IngestCredential",
+    "MigrationError",
+    "Page",
+    "Project",
+    "RejectedEvent",
+    "RejectedKey",
+    "Relation",
+    "ResourceFilter",
+    "ResourceStatus",
+    "ResourceType",
+    "RuleViolation",
+    "SchemaStatus",
+    "SizeName",
+    "Store",
+    "StoreError",
+    "SyncLockHeld",
+    "SyncStatus",
+    "TokenRole",
+    "UnsupportedStoreUrl",
+    "hash_secret",
+    "open_store",
+]

@@ -1,0 +1,44 @@
+"""Opening a store from its URL, and the one hash secrets are stored as."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from ._interface import Store, UnsupportedStoreUrl
+from ._postgres import PostgresStore
+from ._sqlite import SqliteStore
+
+_SQLITE = "sqlite:///"
+_POSTGRES = ("postgresql://", "postgres://")
+
+
+def hash_secret(secret: str) -> str:
+    """The sha256 hex of a token or credential secret: the only form the store keeps."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+@asynccontextmanager
+async def open_store(url: str, *, max_conns: int = 10) -> AsyncIterator[Store]:
+    """Open the store ``url`` names for the block, closing its connections after.
+
+    ``sqlite:///relative/path``, ``sqlite:////absolute/path`` or ``sqlite:///:memory:``;
+    ``postgresql://user@host:port/db``. Migrations are not applied here: call
+    ``migrate_up()`` (the daemon does at start unless told not to).
+    """
+    store: SqliteStore | PostgresStore
+    if url.startswith(_SQLITE):
+        store = SqliteStore(url[len(_SQLITE) :])
+    elif url.startswith(_POSTGRES):
+        store = PostgresStore(url, max_conns=max_conns)
+    else:
+        scheme = url.split(":", 1)[0] if ":" in url else url
+        raise UnsupportedStoreUrl(
+            f"store URL scheme {scheme!r} is not supported (use sqlite:/// or postgresql://)"
+        )
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.aclose()

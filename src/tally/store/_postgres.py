@@ -1,0 +1,386 @@
+"""The PostgreSQL backend (psycopg 3 async, psycopg_pool): production, shared by every replica.
+
+The hot ingest steps send a whole batch as arrays: one ``INSERT ... SELECT FROM
+unnest(...) ON CONFLICT DO NOTHING RETURNING`` for the events, one statement
+that takes the per-key transaction advisory locks, one that reads the rows,
+one upsert of the folded rows. The fold itself runs in Python with the pure
+core functions. The sync lock is a session advisory lock held on a dedicated
+connection (never a pooled one), so it holds across replicas and ends with the
+holder's connection if the holder dies.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+import orjson
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.types.json import Jsonb, set_json_loads
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from tally.core import Event, ResourceKey, ResourceRow, StoredEvent, as_utc, utc_now
+
+from ._interface import AuditEntry, BatchOutcome, Bucket, DeadLetter, MigrationError, StoreError, SyncLockHeld
+from ._migrations import Migration
+from ._sql import ROW_COLUMNS, SqlStore, Tx, canonical_json, dedupe, key_order, loads_json
+
+log = logging.getLogger(__name__)
+
+# Namespace of the two-key advisory locks of sync runs (distinct from the one-key projection locks).
+_SYNC_LOCK_CLASS = 0x7A11_5C00 & 0x7FFFFFFF
+_MIGRATION_LOCK = 0x7A11_0001
+
+
+@lru_cache(maxsize=512)
+def _pg(sql: str) -> str:
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class _PgTx:
+    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        self.conn = conn
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        cursor = await self.conn.execute(_pg(sql), list(params))
+        return int(cursor.rowcount)
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        async with self.conn.cursor() as cursor:
+            await cursor.executemany(_pg(sql), [list(r) for r in rows])
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cursor = await self.conn.execute(_pg(sql), list(params))
+        return [tuple(r) for r in await cursor.fetchall()]
+
+
+# Batches travel as arrays, one per column, expanded by unnest(): one statement per step. The array
+# literals are built here with str methods (C speed); psycopg's own list dumpers work element by element in
+# Python and cost more than the statement.
+_INSERT_EVENTS = """
+INSERT INTO events (event_id, timestamp, received_at, event_type, platform, cloud, resource_type, resource_id,
+                    project_id, source, payload)
+SELECT e.i, e.t, %s::timestamptz, e.y, e.p, e.c, e.r, e.d, e.o, e.s, e.l::jsonb
+FROM unnest(%s::text[], %s::timestamptz[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
+            %s::text[], %s::text[], %s::text[]) AS e(i, t, y, p, c, r, d, o, s, l)
+ON CONFLICT DO NOTHING
+RETURNING event_id, timestamp
+"""
+
+_LOCK_KEYS = """
+SELECT pg_advisory_xact_lock(h)
+FROM (SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest(%s::text[]) AS k) AS s
+ORDER BY h
+"""
+
+# One index probe per key (LATERAL): a hash join would scan the whole table, dead versions included.
+_LOAD_ROWS = f"""
+SELECT {", ".join(f"c.{col}" for col in ROW_COLUMNS)}
+FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(cloud, resource_type, resource_id)
+CROSS JOIN LATERAL (
+    SELECT * FROM current_resources AS cr
+    WHERE cr.cloud = k.cloud AND cr.resource_type = k.resource_type AND cr.resource_id = k.resource_id
+) AS c
+"""
+
+_ROW_TYPES = (
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "jsonb",
+    "timestamptz",
+    "timestamptz",
+    "text",
+    "timestamptz",
+    "jsonb",
+    "timestamptz",
+    "timestamptz",
+    "text",
+)
+_UPSERT_ROWS = f"""
+INSERT INTO current_resources ({", ".join(ROW_COLUMNS)})
+SELECT {", ".join(f"r.{c}::{t}" for c, t in zip(ROW_COLUMNS, _ROW_TYPES, strict=True))}
+FROM unnest({", ".join("%s::timestamptz[]" if t == "timestamptz" else "%s::text[]" for t in _ROW_TYPES)})
+     AS r({", ".join(ROW_COLUMNS)})
+ON CONFLICT (cloud, resource_type, resource_id) DO UPDATE SET
+{", ".join(f"{c} = EXCLUDED.{c}" for c in ROW_COLUMNS[3:])}
+"""
+
+
+def _json_param(value: Any) -> str:
+    """A JSON value as text (cast to jsonb by the statement)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        # orjson refuses integers beyond 64 bits, which JSON allows.
+        return json.dumps(value, separators=(",", ":"))
+
+
+def _describe(url: str) -> str:
+    """host:port/dbname of a URL, never its password."""
+    try:
+        info = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "(an unparsable URL)"
+    return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+
+
+def _text_array(values: Sequence[str | None]) -> str:
+    """A PostgreSQL array literal of texts (NULL for None)."""
+    if None not in values:
+        body = '","'.join(values)  # type: ignore[arg-type]
+        if '"' not in body and "\\" not in body:
+            return '{"' + body + '"}' if values else "{}"
+    return (
+        "{"
+        + ",".join(
+            "NULL" if v is None else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values
+        )
+        + "}"
+    )
+
+
+def _json_array(values: Sequence[Any]) -> str:
+    """A PostgreSQL array literal of JSON texts. JSON text never holds a raw control character (both
+    encoders escape them), so \\x01 can separate the elements while the escaping runs once over all."""
+    if not values:
+        return "{}"
+    body = "\x01".join(_json_param(v) for v in values)
+    return '{"' + body.replace("\\", "\\\\").replace('"', '\\"').replace("\x01", '","') + '"}'
+
+
+def _instant_array(values: Sequence[datetime | None]) -> str:
+    """A PostgreSQL array literal of instants (ISO 8601 with offset; NULL for None)."""
+    if None not in values:
+        return "{" + ",".join(map(datetime.isoformat, values)) + "}"  # type: ignore[arg-type]
+    return "{" + ",".join("NULL" if v is None else v.isoformat() for v in values) + "}"
+
+
+def _event_columns(events: Sequence[Event]) -> list[str]:
+    return [
+        _text_array([e.event_id for e in events]),
+        _instant_array([e.timestamp for e in events]),
+        _text_array([e.event_type for e in events]),
+        _text_array([e.platform for e in events]),
+        _text_array([e.cloud for e in events]),
+        _text_array([e.resource_type for e in events]),
+        _text_array([e.resource_id for e in events]),
+        _text_array([e.project_id for e in events]),
+        _text_array([e.source for e in events]),
+        _json_array([e.payload for e in events]),
+    ]
+
+
+def _key_columns(keys: Sequence[ResourceKey]) -> list[str]:
+    return [
+        _text_array([k.cloud for k in keys]),
+        _text_array([k.resource_type for k in keys]),
+        _text_array([k.resource_id for k in keys]),
+    ]
+
+
+def _row_columns(rows: Sequence[ResourceRow]) -> list[str]:
+    return [
+        _text_array([r.key.cloud for r in rows]),
+        _text_array([r.key.resource_type for r in rows]),
+        _text_array([r.key.resource_id for r in rows]),
+        _text_array([r.platform for r in rows]),
+        _text_array([r.project_id for r in rows]),
+        _text_array([r.state for r in rows]),
+        _json_array([r.size for r in rows]),
+        _instant_array([r.created_at for r in rows]),
+        _instant_array([r.deleted_at for r in rows]),
+        _text_array([r.last_event_type for r in rows]),
+        _instant_array([r.last_event_at for r in rows]),
+        _json_array([r.last_payload for r in rows]),
+        _instant_array([r.first_event_at for r in rows]),
+        _instant_array([r.last_received_at for r in rows]),
+        _text_array([r.last_event_id for r in rows]),
+    ]
+
+
+async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
+    # Projection rows carry two jsonb columns each; orjson parses them several times faster.
+    set_json_loads(loads_json, conn)
+
+
+class PostgresStore(SqlStore):
+    dialect = "postgresql"
+
+    def __init__(self, url: str, *, max_conns: int = 10) -> None:
+        super().__init__()
+        self._url = url
+        self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_conns,
+            open=False,
+            kwargs={"autocommit": True},
+            configure=_configure,
+        )
+
+    async def open(self) -> None:
+        try:
+            await self._pool.open(wait=True, timeout=15)
+        except PoolTimeout as exc:
+            await self._pool.close()
+            raise StoreError(f"cannot connect to PostgreSQL at {_describe(self._url)} within 15 s") from exc
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                "name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+
+    async def aclose(self) -> None:
+        await self._pool.close()
+
+    @asynccontextmanager
+    async def _tx(self) -> AsyncIterator[Tx]:
+        async with self._pool.connection() as conn, conn.transaction():
+            yield _PgTx(conn)
+
+    # -- conversions ----------------------------------------------------------------------------------
+    def ts(self, value: datetime) -> Any:
+        return as_utc(value)
+
+    def from_ts(self, value: Any) -> datetime:
+        if not isinstance(value, datetime):
+            raise TypeError(f"expected a timestamptz, got {value!r}")
+        return as_utc(value)
+
+    def js(self, value: Any) -> Any:
+        return Jsonb(value, dumps=canonical_json)
+
+    def from_js(self, value: Any) -> Any:
+        return value
+
+    def id_list(self, ids: Sequence[str]) -> Any:
+        return [uuid.UUID(i) for i in ids]
+
+    def from_id_list(self, value: Any) -> tuple[str, ...]:
+        return tuple(str(v) for v in value or ())
+
+    def bucket_expr(self, interval: Bucket) -> str:
+        unit = "hour" if interval == "1h" else "day"
+        return f"date_trunc('{unit}', timestamp, 'UTC')"
+
+    def integrity_errors(self) -> tuple[type[BaseException], ...]:
+        return (psycopg.errors.IntegrityError,)
+
+    # -- migrations -----------------------------------------------------------------------------------
+    async def _applied_version(self) -> int:
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    async def _run_migration(self, migration: Migration, *, up: bool) -> None:
+        direction = "up" if up else "down"
+        try:
+            async with self._pool.connection() as conn, conn.transaction():
+                # Replicas starting together: one applies, the others find the version recorded.
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATION_LOCK])
+                cursor = await conn.execute(
+                    "SELECT 1 FROM schema_migrations WHERE version = %s", [migration.version]
+                )
+                recorded = await cursor.fetchone() is not None
+                if recorded == up:
+                    return
+                await conn.execute(migration.up if up else migration.down)
+                if up:
+                    await conn.execute(
+                        "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                        [migration.version, migration.name],
+                    )
+                else:
+                    await conn.execute(
+                        "DELETE FROM schema_migrations WHERE version = %s", [migration.version]
+                    )
+        except psycopg.Error as exc:
+            raise MigrationError(
+                f"migration postgresql/{migration.version:04d}_{migration.name} ({direction}) failed: {exc}"
+            ) from exc
+
+    # -- the hot ingest path ---------------------------------------------------------------------------
+    async def write_batch(
+        self,
+        events: Sequence[Event],
+        *,
+        dead_letters: Sequence[DeadLetter] = (),
+        audits: Sequence[AuditEntry] = (),
+        received_at: datetime | None = None,
+    ) -> BatchOutcome:
+        """As ``Store.write_batch``, in two round trips: [BEGIN, lock keys, read rows, insert events] then,
+        after the fold, [upsert rows, dead letters, audit rows, COMMIT] (pipeline mode). A late event
+        costs one more round trip for the history it replays."""
+        at = as_utc(received_at) if received_at is not None else utc_now()
+        ordered, duplicates = dedupe(events)
+        keys = sorted({e.key for e in ordered}, key=key_order)
+        async with self._pool.connection() as conn, conn.pipeline() as pipeline, conn.transaction():
+            tx = _PgTx(conn)
+            inserted: list[Event] = []
+            rows: dict[ResourceKey, ResourceRow] = {}
+            if ordered:
+                # The lock comes first: the row read runs after it, so it sees every committed fold.
+                await self._lock_keys(tx, keys)
+                rows_cursor = await conn.execute(_LOAD_ROWS, _key_columns(keys))
+                insert_cursor = await conn.execute(_INSERT_EVENTS, [at, *_event_columns(ordered)])
+                await pipeline.sync()
+                rows = {row.key: row for row in (self._row(rec) for rec in await rows_cursor.fetchall())}
+                stored = {(r[0], as_utc(r[1])) for r in await insert_cursor.fetchall()}
+                inserted = [e for e in ordered if (e.event_id, e.timestamp) in stored]
+                duplicates.extend(e for e in ordered if (e.event_id, e.timestamp) not in stored)
+            replayed = await self._fold(tx, [StoredEvent(e, at) for e in inserted], rows)
+            await self._write_extras(tx, dead_letters, audits, at)
+        return BatchOutcome(tuple(inserted), tuple(duplicates), tuple(replayed))
+
+    async def _insert_events(self, tx: Tx, events: Sequence[Event], received_at: datetime) -> list[Event]:
+        assert isinstance(tx, _PgTx)
+        cursor = await tx.conn.execute(_INSERT_EVENTS, [received_at, *_event_columns(events)])
+        stored = {(r[0], as_utc(r[1])) for r in await cursor.fetchall()}
+        return [e for e in events if (e.event_id, e.timestamp) in stored]
+
+    async def _lock_keys(self, tx: Tx, keys: Sequence[ResourceKey]) -> None:
+        assert isinstance(tx, _PgTx)
+        names = [f"{k.cloud}:{k.resource_type}:{k.resource_id}" for k in keys]
+        await tx.conn.execute(_LOCK_KEYS, [_text_array(names)])
+
+    async def _load_rows(self, tx: Tx, keys: Sequence[ResourceKey]) -> dict[ResourceKey, ResourceRow]:
+        assert isinstance(tx, _PgTx)
+        cursor = await tx.conn.execute(_LOAD_ROWS, _key_columns(keys))
+        rows = [self._row(rec) for rec in await cursor.fetchall()]
+        return {row.key: row for row in rows}
+
+    async def _upsert_rows(self, tx: Tx, rows: Sequence[ResourceRow]) -> None:
+        assert isinstance(tx, _PgTx)
+        if not rows:
+            return
+        await tx.conn.execute(_UPSERT_ROWS, _row_columns(rows))
+
+    # -- the sync lock --------------------------------------------------------------------------------
+    @asynccontextmanager
+    async def sync_lock(self, cloud: str) -> AsyncIterator[None]:
+        conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+        try:
+            cursor = await conn.execute(
+                "SELECT pg_try_advisory_lock(%s, hashtext(%s))", [_SYNC_LOCK_CLASS, cloud]
+            )
+            row = await cursor.fetchone()
+            if row is None or not row[0]:
+                raise SyncLockHeld(cloud)
+            try:
+                yield
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [_SYNC_LOCK_CLASS, cloud])
+        finally:
+            await conn.close()

@@ -1,0 +1,1130 @@
+"""The SQL both backends share: every Store method written once against a small dialect seam.
+
+A backend supplies transactions (``_tx``), the conversion of instants, JSON and
+id lists to and from its column types, the time-bucket expression, how a
+migration file is run, and its sync lock. Statements here use ``?``
+placeholders; the PostgreSQL backend rewrites them. The hot ingest steps
+(``_insert_events``, ``_upsert_rows``, ``_lock_keys``) are seams too, so
+PostgreSQL can send a whole batch as arrays in one statement.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from abc import ABC, abstractmethod
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import Any, Protocol
+
+import orjson
+
+from tally.core import (
+    Event,
+    ResourceKey,
+    ResourceRow,
+    StoredEvent,
+    advance,
+    as_utc,
+    needs_replay,
+    project,
+    utc_now,
+)
+
+from ._interface import (
+    EVENT_GROUPS,
+    RESOURCE_GROUPS,
+    ApiToken,
+    AuditEntry,
+    AuditRecord,
+    BatchOutcome,
+    Bucket,
+    Conflict,
+    DeadLetter,
+    EventFilter,
+    EventKey,
+    IngestCredential,
+    MigrationError,
+    Page,
+    Project,
+    RejectedEvent,
+    RejectedKey,
+    Relation,
+    ResourceFilter,
+    ResourceType,
+    RuleViolation,
+    SchemaStatus,
+    SizeName,
+    StoreError,
+    SyncStatus,
+    TokenRole,
+)
+from ._migrations import Migration, load_migrations
+
+log = logging.getLogger(__name__)
+
+EVENT_COLUMNS = (
+    "event_id",
+    "timestamp",
+    "received_at",
+    "event_type",
+    "platform",
+    "cloud",
+    "resource_type",
+    "resource_id",
+    "project_id",
+    "source",
+    "payload",
+)
+ROW_COLUMNS = (
+    "cloud",
+    "resource_type",
+    "resource_id",
+    "platform",
+    "project_id",
+    "state",
+    "size",
+    "created_at",
+    "deleted_at",
+    "last_event_type",
+    "last_event_at",
+    "last_payload",
+    "first_event_at",
+    "last_received_at",
+    "last_event_id",
+)
+_EVENT_SELECT = ", ".join(EVENT_COLUMNS)
+_ROW_SELECT = ", ".join(ROW_COLUMNS)
+_KEY_CHUNK = 300
+REBUILD_BATCH = 100
+VIRTUAL = frozenset({"meta", "partner"})
+
+
+class Tx(Protocol):
+    """One open transaction of a backend."""
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; return the affected row count."""
+        ...
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+
+def canonical_json(value: Any) -> str:
+    """Compact JSON with sorted keys: equal documents get equal text (the seed rollback compares it)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        # orjson refuses integers beyond 64 bits, which JSON allows.
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+_LONG_NUMBER = re.compile(rb"\d{19,}")
+
+
+def loads_json(data: bytes | bytearray | memoryview | str) -> Any:
+    """Parse stored JSON: orjson, unless the text may hold an integer beyond 64 bits (orjson would make
+    it a float; json keeps it exact)."""
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    if _LONG_NUMBER.search(raw):
+        return json.loads(raw)
+    return orjson.loads(raw)
+
+
+def key_order(key: ResourceKey) -> tuple[str, str, str]:
+    return (key.cloud, key.resource_type, key.resource_id)
+
+
+def is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except (ValueError, TypeError, AttributeError):
+        return False
+    return True
+
+
+def _where(conditions: Iterable[tuple[str, Any]]) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    for clause, value in conditions:
+        clauses.append(clause)
+        if isinstance(value, tuple):
+            params.extend(value)
+        else:
+            params.append(value)
+    return (" AND ".join(clauses) if clauses else "TRUE"), params
+
+
+def _key_values(keys: Sequence[ResourceKey]) -> tuple[str, list[str]]:
+    values = ", ".join("(?, ?, ?)" for _ in keys)
+    params = [part for key in keys for part in key_order(key)]
+    return values, params
+
+
+def dedupe(events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
+    """The distinct events sorted by (event_id, timestamp), and the repeats inside the batch."""
+    unique: dict[tuple[str, datetime], Event] = {}
+    duplicates: list[Event] = []
+    for event in events:
+        pair = (event.event_id, event.timestamp)
+        if pair in unique:
+            duplicates.append(event)
+        else:
+            unique[pair] = event
+    # Sorted inserts take index locks in one order, so concurrent batches cannot deadlock.
+    return [unique[pair] for pair in sorted(unique)], duplicates
+
+
+class SqlStore(ABC):
+    """Every Store method over the dialect seam; see the module docstring."""
+
+    dialect: str
+
+    def __init__(self) -> None:
+        self._migrations: list[Migration] = load_migrations(self.dialect)
+
+    # -- the dialect seam -----------------------------------------------------------------------------
+    @abstractmethod
+    def _tx(self) -> AbstractAsyncContextManager[Tx]:
+        """A transaction that commits on a clean exit and rolls back on an exception."""
+
+    @abstractmethod
+    def ts(self, value: datetime) -> Any: ...
+
+    @abstractmethod
+    def from_ts(self, value: Any) -> datetime: ...
+
+    @abstractmethod
+    def js(self, value: Any) -> Any: ...
+
+    @abstractmethod
+    def from_js(self, value: Any) -> Any: ...
+
+    @abstractmethod
+    def id_list(self, ids: Sequence[str]) -> Any: ...
+
+    @abstractmethod
+    def from_id_list(self, value: Any) -> tuple[str, ...]: ...
+
+    @abstractmethod
+    def bucket_expr(self, interval: Bucket) -> str:
+        """An SQL expression of the bucket start of ``timestamp``."""
+
+    @abstractmethod
+    def integrity_errors(self) -> tuple[type[BaseException], ...]: ...
+
+    @abstractmethod
+    async def _run_migration(self, migration: Migration, *, up: bool) -> None:
+        """Run one part of a migration and record it in schema_migrations, in one transaction."""
+
+    @abstractmethod
+    async def _applied_version(self) -> int: ...
+
+    def opt_ts(self, value: datetime | None) -> Any:
+        return None if value is None else self.ts(value)
+
+    def from_opt_ts(self, value: Any) -> datetime | None:
+        return None if value is None else self.from_ts(value)
+
+    # -- schema --------------------------------------------------------------------------------------
+    @property
+    def latest_version(self) -> int:
+        return self._migrations[-1].version if self._migrations else 0
+
+    async def schema_status(self) -> SchemaStatus:
+        return SchemaStatus(current=await self._applied_version(), latest=self.latest_version)
+
+    async def migrate_up(self) -> list[int]:
+        current = await self._applied_version()
+        applied: list[int] = []
+        for migration in self._migrations:
+            if migration.version <= current:
+                continue
+            await self._run_migration(migration, up=True)
+            log.info(
+                "migration applied dialect=%s version=%d name=%s",
+                self.dialect,
+                migration.version,
+                migration.name,
+            )
+            applied.append(migration.version)
+        return applied
+
+    async def migrate_down(self, target: int) -> list[int]:
+        if target < 0 or target > self.latest_version:
+            raise MigrationError(
+                f"no migration version {target} to roll back to (latest is {self.latest_version})"
+            )
+        current = await self._applied_version()
+        undone: list[int] = []
+        for migration in reversed(self._migrations):
+            if migration.version <= target or migration.version > current:
+                continue
+            await self._run_migration(migration, up=False)
+            log.info(
+                "migration rolled back dialect=%s version=%d name=%s",
+                self.dialect,
+                migration.version,
+                migration.name,
+            )
+            undone.append(migration.version)
+        return undone
+
+    # -- conversions ----------------------------------------------------------------------------------
+    def _event_params(self, event: Event, received_at: datetime) -> tuple[Any, ...]:
+        return (
+            event.event_id,
+            self.ts(event.timestamp),
+            self.ts(received_at),
+            event.event_type,
+            event.platform,
+            event.cloud,
+            event.resource_type,
+            event.resource_id,
+            event.project_id,
+            event.source,
+            self.js(dict(event.payload)),
+        )
+
+    def _stored(self, rec: Sequence[Any]) -> StoredEvent:
+        event = Event(
+            event_id=rec[0],
+            timestamp=self.from_ts(rec[1]),
+            event_type=rec[3],
+            platform=rec[4],
+            cloud=rec[5],
+            resource_type=rec[6],
+            resource_id=rec[7],
+            project_id=rec[8],
+            source=rec[9],
+            payload=self.from_js(rec[10]),
+        )
+        return StoredEvent(event, self.from_ts(rec[2]))
+
+    def _row_params(self, row: ResourceRow) -> tuple[Any, ...]:
+        return (
+            row.key.cloud,
+            row.key.resource_type,
+            row.key.resource_id,
+            row.platform,
+            row.project_id,
+            row.state,
+            self.js(dict(row.size)),
+            self.opt_ts(row.created_at),
+            self.opt_ts(row.deleted_at),
+            row.last_event_type,
+            self.ts(row.last_event_at),
+            self.js(dict(row.last_payload)),
+            self.ts(row.first_event_at),
+            self.ts(row.last_received_at),
+            row.last_event_id,
+        )
+
+    def _row(self, rec: Sequence[Any]) -> ResourceRow:
+        last_payload = self.from_js(rec[11]) if rec[11] is not None else {}
+        return ResourceRow(
+            key=ResourceKey(rec[0], rec[1], rec[2]),
+            platform=rec[3],
+            project_id=rec[4],
+            state=rec[5],
+            size=self.from_js(rec[6]),
+            created_at=self.from_opt_ts(rec[7]),
+            deleted_at=self.from_opt_ts(rec[8]),
+            last_event_type=rec[9],
+            last_event_at=self.from_ts(rec[10]),
+            last_payload=last_payload,
+            first_event_at=self.from_ts(rec[12]),
+            last_received_at=self.from_ts(rec[13]),
+            last_event_id=rec[14],
+        )
+
+    # -- ingest ---------------------------------------------------------------------------------------
+    async def write_batch(
+        self,
+        events: Sequence[Event],
+        *,
+        dead_letters: Sequence[DeadLetter] = (),
+        audits: Sequence[AuditEntry] = (),
+        received_at: datetime | None = None,
+    ) -> BatchOutcome:
+        at = as_utc(received_at) if received_at is not None else utc_now()
+        ordered, duplicates = dedupe(events)
+        async with self._tx() as tx:
+            inserted = await self._insert_events(tx, ordered, at) if ordered else []
+            new_pairs = {(e.event_id, e.timestamp) for e in inserted}
+            duplicates.extend(e for e in ordered if (e.event_id, e.timestamp) not in new_pairs)
+            replayed = await self._fold(tx, [StoredEvent(e, at) for e in inserted])
+            await self._write_extras(tx, dead_letters, audits, at)
+        return BatchOutcome(tuple(inserted), tuple(duplicates), tuple(replayed))
+
+    async def _write_extras(
+        self, tx: Tx, dead_letters: Sequence[DeadLetter], audits: Sequence[AuditEntry], at: datetime
+    ) -> None:
+        """The dead letters and audit rows of a batch, in the batch's transaction."""
+        if dead_letters:
+            await tx.executemany(
+                "INSERT INTO rejected_events (id, received_at, reason, raw) VALUES (?, ?, ?, ?)",
+                [(str(uuid.uuid4()), self.ts(at), d.reason, self.js(d.raw)) for d in dead_letters],
+            )
+        if audits:
+            await self._write_audits(tx, audits, at)
+
+    async def _insert_events(self, tx: Tx, events: Sequence[Event], received_at: datetime) -> list[Event]:
+        """Insert the events that are not stored yet; return those (the others are duplicates)."""
+        stored: set[tuple[str, datetime]] = set()
+        ids = sorted({e.event_id for e in events})
+        for start in range(0, len(ids), _KEY_CHUNK):
+            chunk = ids[start : start + _KEY_CHUNK]
+            marks = ", ".join("?" for _ in chunk)
+            for rec in await tx.fetchall(
+                f"SELECT event_id, timestamp FROM events WHERE event_id IN ({marks})", chunk
+            ):
+                stored.add((rec[0], self.from_ts(rec[1])))
+        fresh = [e for e in events if (e.event_id, e.timestamp) not in stored]
+        if fresh:
+            marks = ", ".join("?" for _ in EVENT_COLUMNS)
+            await tx.executemany(
+                f"INSERT INTO events ({_EVENT_SELECT}) VALUES ({marks}) ON CONFLICT DO NOTHING",
+                [self._event_params(e, received_at) for e in fresh],
+            )
+        return fresh
+
+    @abstractmethod
+    async def _lock_keys(self, tx: Tx, keys: Sequence[ResourceKey]) -> None:
+        """Serialise projection writers of the same keys until the transaction ends."""
+
+    async def _load_rows(self, tx: Tx, keys: Sequence[ResourceKey]) -> dict[ResourceKey, ResourceRow]:
+        rows: dict[ResourceKey, ResourceRow] = {}
+        for start in range(0, len(keys), _KEY_CHUNK):
+            values, params = _key_values(keys[start : start + _KEY_CHUNK])
+            sql = (
+                f"SELECT {_ROW_SELECT} FROM current_resources "
+                f"WHERE (cloud, resource_type, resource_id) IN (VALUES {values})"
+            )
+            for rec in await tx.fetchall(sql, params):
+                row = self._row(rec)
+                rows[row.key] = row
+        return rows
+
+    async def _load_histories(
+        self, tx: Tx, keys: Sequence[ResourceKey]
+    ) -> dict[ResourceKey, list[StoredEvent]]:
+        histories: dict[ResourceKey, list[StoredEvent]] = defaultdict(list)
+        for start in range(0, len(keys), REBUILD_BATCH):
+            values, params = _key_values(keys[start : start + REBUILD_BATCH])
+            sql = (
+                f"SELECT {_EVENT_SELECT} FROM events "
+                f"WHERE (cloud, resource_type, resource_id) IN (VALUES {values})"
+            )
+            for rec in await tx.fetchall(sql, params):
+                stored = self._stored(rec)
+                histories[stored.event.key].append(stored)
+        return histories
+
+    async def _upsert_rows(self, tx: Tx, rows: Sequence[ResourceRow]) -> None:
+        marks = ", ".join("?" for _ in ROW_COLUMNS)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in ROW_COLUMNS[3:])
+        await tx.executemany(
+            f"INSERT INTO current_resources ({_ROW_SELECT}) VALUES ({marks}) "
+            f"ON CONFLICT (cloud, resource_type, resource_id) DO UPDATE SET {updates}",
+            [self._row_params(r) for r in rows],
+        )
+
+    async def _fold(
+        self, tx: Tx, new: Sequence[StoredEvent], rows: Mapping[ResourceKey, ResourceRow] | None = None
+    ) -> list[ResourceKey]:
+        """Fold new events into the projection per key in key order; return the keys replayed.
+
+        ``rows``: the current rows of (at least) these keys, already read under their locks; when None
+        they are locked and read here.
+        """
+        if not new:
+            return []
+        groups: dict[ResourceKey, list[StoredEvent]] = defaultdict(list)
+        for stored in new:
+            groups[stored.event.key].append(stored)
+        keys = sorted(groups, key=key_order)
+        if rows is None:
+            await self._lock_keys(tx, keys)
+            rows = await self._load_rows(tx, keys)
+        replay = [k for k in keys if needs_replay(rows.get(k), groups[k])]
+        histories = await self._load_histories(tx, replay) if replay else {}
+        folded: list[ResourceRow] = []
+        for key in keys:
+            row = project(histories[key]) if key in histories else advance(rows.get(key), groups[key])
+            if row is not None:
+                folded.append(row)
+        await self._upsert_rows(tx, folded)
+        return replay
+
+    async def size_names(self, cloud: str) -> list[SizeName]:
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                "SELECT cloud, resource_type, member, value, name FROM size_names WHERE cloud = ? "
+                "ORDER BY resource_type, member, value",
+                (cloud,),
+            )
+        return [SizeName(*rec) for rec in recs]
+
+    async def replace_size_names(self, cloud: str, rows: Sequence[SizeName]) -> None:
+        for row in rows:
+            if row.cloud != cloud:
+                raise RuleViolation(
+                    f"size name row of cloud {row.cloud!r} given to replace those of {cloud!r}"
+                )
+        async with self._tx() as tx:
+            await tx.execute("DELETE FROM size_names WHERE cloud = ?", (cloud,))
+            if rows:
+                await tx.executemany(
+                    "INSERT INTO size_names (cloud, resource_type, member, value, name) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (cloud, resource_type, member, value) "
+                    "DO UPDATE SET name = excluded.name",
+                    [(r.cloud, r.resource_type, r.member, r.value, r.name) for r in rows],
+                )
+
+    # -- resource types -------------------------------------------------------------------------------
+    def _resource_type(self, rec: Sequence[Any]) -> ResourceType:
+        return ResourceType(rec[0], rec[1], self.from_js(rec[2]), self.from_ts(rec[3]))
+
+    async def get_resource_type(self, platform: str, resource_type: str) -> ResourceType | None:
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                "SELECT platform, resource_type, size_schema, updated_at FROM resource_types "
+                "WHERE platform = ? AND resource_type = ?",
+                (platform, resource_type),
+            )
+        return self._resource_type(recs[0]) if recs else None
+
+    async def list_resource_types(self) -> list[ResourceType]:
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                "SELECT platform, resource_type, size_schema, updated_at FROM resource_types "
+                "ORDER BY platform, resource_type"
+            )
+        return [self._resource_type(r) for r in recs]
+
+    async def put_resource_type(
+        self, platform: str, resource_type: str, size_schema: Mapping[str, Any]
+    ) -> ResourceType:
+        now = utc_now()
+        async with self._tx() as tx:
+            await tx.execute(
+                "INSERT INTO resource_types (platform, resource_type, size_schema, updated_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (platform, resource_type) "
+                "DO UPDATE SET size_schema = excluded.size_schema, "
+                "updated_at = excluded.updated_at",
+                (platform, resource_type, self.js(dict(size_schema)), self.ts(now)),
+            )
+        return ResourceType(platform, resource_type, dict(size_schema), now)
+
+    # -- events ---------------------------------------------------------------------------------------
+    def _event_conditions(self, f: EventFilter) -> list[tuple[str, Any]]:
+        conds: list[tuple[str, Any]] = [
+            (f"{col} = ?", getattr(f, col))
+            for col in ("cloud", "platform", "project_id", "resource_type", "event_type", "source")
+            if getattr(f, col) is not None
+        ]
+        if f.start is not None:
+            conds.append(("timestamp >= ?", self.ts(f.start)))
+        if f.end is not None:
+            conds.append(("timestamp < ?", self.ts(f.end)))
+        return conds
+
+    async def list_events(
+        self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
+    ) -> Page[StoredEvent, EventKey]:
+        conds = self._event_conditions(filters)
+        if after is not None:
+            conds.append(("(timestamp, event_id) > (?, ?)", (self.ts(after[0]), after[1])))
+        where, params = _where(conds)
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                f"SELECT {_EVENT_SELECT} FROM events WHERE {where} ORDER BY timestamp, event_id LIMIT ?",
+                [*params, limit + 1],
+            )
+        items = [self._stored(r) for r in recs[:limit]]
+        next_key = (items[-1].event.timestamp, items[-1].event.event_id) if len(recs) > limit else None
+        return Page(items, next_key)
+
+    async def resource_history(self, key: ResourceKey, *, limit: int | None = None) -> list[StoredEvent]:
+        params: list[Any] = list(key_order(key))
+        sql = (
+            f"SELECT {_EVENT_SELECT} FROM events WHERE cloud = ? AND resource_type = ? AND resource_id = ? "
+            "ORDER BY timestamp, received_at, event_id"
+        )
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        async with self._tx() as tx:
+            recs = await tx.fetchall(sql, params)
+        return [self._stored(r) for r in recs]
+
+    async def lifecycle_events(self, key: ResourceKey) -> list[StoredEvent]:
+        return await self.resource_history(key)
+
+    async def event_stats(
+        self,
+        group_by: Sequence[str],
+        *,
+        start: datetime,
+        end: datetime,
+        interval: Bucket,
+        filters: EventFilter = EventFilter(),
+    ) -> list[dict[str, Any]]:
+        columns = _group_columns(group_by, EVENT_GROUPS)
+        conds = self._event_conditions(filters)
+        conds += [("timestamp >= ?", self.ts(start)), ("timestamp < ?", self.ts(end))]
+        where, params = _where(conds)
+        select = ", ".join(["bucket", *columns])
+        inner = ", ".join([f"{self.bucket_expr(interval)} AS bucket", *columns])
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                f"SELECT {select}, count(*) FROM (SELECT {inner} FROM events WHERE {where}) AS b "
+                f"GROUP BY {select} ORDER BY {select}",
+                params,
+            )
+        out: list[dict[str, Any]] = []
+        for rec in recs:
+            item: dict[str, Any] = {"bucket": self.from_ts(rec[0])}
+            item.update(zip(columns, rec[1:-1], strict=True))
+            item["count"] = int(rec[-1])
+            out.append(item)
+        return out
+
+    # -- resources ------------------------------------------------------------------------------------
+    def _resource_conditions(self, f: ResourceFilter) -> list[tuple[str, Any]]:
+        conds: list[tuple[str, Any]] = [
+            (f"{col} = ?", getattr(f, col))
+            for col in ("cloud", "platform", "project_id", "resource_type", "state")
+            if getattr(f, col) is not None
+        ]
+        if f.status == "active":
+            conds.append(("deleted_at IS NULL", ()))
+        elif f.status == "deleted":
+            conds.append(("deleted_at IS NOT NULL", ()))
+        return conds
+
+    async def get_resource(self, key: ResourceKey) -> ResourceRow | None:
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                f"SELECT {_ROW_SELECT} FROM current_resources "
+                "WHERE cloud = ? AND resource_type = ? AND resource_id = ?",
+                key_order(key),
+            )
+        return self._row(recs[0]) if recs else None
+
+    async def list_resources(
+        self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None
+    ) -> Page[ResourceRow, ResourceKey]:
+        conds = self._resource_conditions(filters)
+        if after is not None:
+            conds.append(("(cloud, resource_type, resource_id) > (?, ?, ?)", key_order(after)))
+        where, params = _where(conds)
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                f"SELECT {_ROW_SELECT} FROM current_resources WHERE {where} "
+                "ORDER BY cloud, resource_type, resource_id LIMIT ?",
+                [*params, limit + 1],
+            )
+        items = [self._row(r) for r in recs[:limit]]
+        return Page(items, items[-1].key if len(recs) > limit else None)
+
+    async def resource_stats(
+        self, group_by: Sequence[str], *, filters: ResourceFilter = ResourceFilter()
+    ) -> list[dict[str, Any]]:
+        columns = _group_columns(group_by, RESOURCE_GROUPS)
+        where, params = _where(self._resource_conditions(filters))
+        select = ", ".join(columns)
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                f"SELECT {select}, count(*) FROM current_resources WHERE {where} "
+                f"GROUP BY {select} ORDER BY {select}",
+                params,
+            )
+        return [{**dict(zip(columns, rec[:-1], strict=True)), "count": int(rec[-1])} for rec in recs]
+
+    async def resources_of_cloud(self, cloud: str) -> list[ResourceRow]:
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                f"SELECT {_ROW_SELECT} FROM current_resources WHERE cloud = ? "
+                "ORDER BY resource_type, resource_id",
+                (cloud,),
+            )
+        return [self._row(r) for r in recs]
+
+    async def current_resource_counts(self) -> list[tuple[str, str, str, str, int]]:
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                "SELECT platform, cloud, resource_type, state, count(*) FROM current_resources "
+                "GROUP BY platform, cloud, resource_type, state "
+                "ORDER BY platform, cloud, resource_type, state"
+            )
+        return [(r[0], r[1], r[2], r[3], int(r[4])) for r in recs]
+
+    async def rebuild_projection(self, *, cloud: str | None = None, resource_type: str | None = None) -> int:
+        conds = [
+            (f"{c} = ?", v) for c, v in (("cloud", cloud), ("resource_type", resource_type)) if v is not None
+        ]
+        where, params = _where(conds)
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                f"SELECT DISTINCT cloud, resource_type, resource_id FROM events WHERE {where} "
+                "ORDER BY cloud, resource_type, resource_id",
+                params,
+            )
+        keys = [ResourceKey(*r) for r in recs]
+        for start in range(0, len(keys), REBUILD_BATCH):
+            batch = keys[start : start + REBUILD_BATCH]
+            async with self._tx() as tx:
+                await self._lock_keys(tx, batch)
+                histories = await self._load_histories(tx, batch)
+                rows = [row for key in batch if (row := project(histories.get(key, []))) is not None]
+                await self._upsert_rows(tx, rows)
+        log.info("projection rebuilt keys=%d cloud=%s resource_type=%s", len(keys), cloud, resource_type)
+        return len(keys)
+
+    # -- projects and relations -----------------------------------------------------------------------
+    _PROJECT_SELECT = "SELECT id, platform, cloud, external_id, name, metadata, created_at FROM projects"
+    _RELATION_SELECT = (
+        "SELECT id, source_id, target_id, relation_type, metadata, valid_from, valid_to, created_at "
+        "FROM project_relations"
+    )
+
+    def _project(self, rec: Sequence[Any]) -> Project:
+        return Project(
+            str(rec[0]), rec[1], rec[2], rec[3], rec[4], self.from_js(rec[5]), self.from_ts(rec[6])
+        )
+
+    def _relation(self, rec: Sequence[Any]) -> Relation:
+        return Relation(
+            str(rec[0]),
+            str(rec[1]),
+            str(rec[2]),
+            rec[3],
+            self.from_js(rec[4]),
+            self.from_ts(rec[5]),
+            self.from_opt_ts(rec[6]),
+            self.from_ts(rec[7]),
+        )
+
+    async def create_project(
+        self,
+        *,
+        platform: str,
+        cloud: str,
+        external_id: str,
+        name: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Project:
+        if platform != cloud and (platform in VIRTUAL or cloud in VIRTUAL):
+            raise RuleViolation(
+                f"project platform {platform!r} and cloud {cloud!r}: a virtual platform (meta, partner) "
+                "needs platform = cloud"
+            )
+        project_id = str(uuid.uuid4())
+        now = utc_now()
+        meta = dict(metadata or {})
+        try:
+            async with self._tx() as tx:
+                if await tx.fetchall(
+                    "SELECT 1 FROM projects WHERE cloud = ? AND external_id = ?", (cloud, external_id)
+                ):
+                    raise Conflict(f"a project with cloud {cloud!r} and external_id {external_id!r} exists")
+                await tx.execute(
+                    "INSERT INTO projects (id, platform, cloud, external_id, name, metadata, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (project_id, platform, cloud, external_id, name, self.js(meta), self.ts(now)),
+                )
+        except self.integrity_errors() as exc:
+            raise Conflict(f"a project with cloud {cloud!r} and external_id {external_id!r} exists") from exc
+        return Project(project_id, platform, cloud, external_id, name, meta, now)
+
+    async def get_project(self, project_id: str) -> Project | None:
+        if not is_uuid(project_id):
+            return None
+        async with self._tx() as tx:
+            recs = await tx.fetchall(f"{self._PROJECT_SELECT} WHERE id = ?", (project_id,))
+        return self._project(recs[0]) if recs else None
+
+    async def find_project(self, cloud: str, external_id: str) -> Project | None:
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                f"{self._PROJECT_SELECT} WHERE cloud = ? AND external_id = ?", (cloud, external_id)
+            )
+        return self._project(recs[0]) if recs else None
+
+    async def list_projects(
+        self,
+        *,
+        platform: str | None = None,
+        cloud: str | None = None,
+        limit: int = 100,
+        after: str | None = None,
+    ) -> Page[Project, str]:
+        conds = [(f"{c} = ?", v) for c, v in (("platform", platform), ("cloud", cloud)) if v is not None]
+        if after is not None:
+            if not is_uuid(after):
+                raise RuleViolation(f"project cursor {after!r} is not a project id")
+            conds.append(("id > ?", after))
+        where, params = _where(conds)
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                f"{self._PROJECT_SELECT} WHERE {where} ORDER BY id LIMIT ?", [*params, limit + 1]
+            )
+        items = [self._project(r) for r in recs[:limit]]
+        return Page(items, items[-1].id if len(recs) > limit else None)
+
+    async def update_project(
+        self, project_id: str, *, name: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> Project | None:
+        if not is_uuid(project_id):
+            return None
+        sets: list[tuple[str, Any]] = []
+        if name is not None:
+            sets.append(("name = ?", name))
+        if metadata is not None:
+            sets.append(("metadata = ?", self.js(dict(metadata))))
+        if sets:
+            async with self._tx() as tx:
+                await tx.execute(
+                    f"UPDATE projects SET {', '.join(s for s, _ in sets)} WHERE id = ?",
+                    [*(v for _, v in sets), project_id],
+                )
+        return await self.get_project(project_id)
+
+    async def create_relation(
+        self,
+        *,
+        source_id: str,
+        target_id: str,
+        relation_type: str,
+        metadata: Mapping[str, Any] | None = None,
+        valid_from: datetime | None = None,
+    ) -> Relation:
+        if source_id == target_id:
+            raise RuleViolation("a relation needs two different projects (source_id equals target_id)")
+        relation_id = str(uuid.uuid4())
+        now = utc_now()
+        start = as_utc(valid_from) if valid_from is not None else now
+        meta = dict(metadata or {})
+        conflict = f"an active {relation_type!r} relation from {source_id} to {target_id} exists"
+        try:
+            async with self._tx() as tx:
+                for member, pid in (("source_id", source_id), ("target_id", target_id)):
+                    if not is_uuid(pid) or not await tx.fetchall(
+                        "SELECT 1 FROM projects WHERE id = ?", (pid,)
+                    ):
+                        raise RuleViolation(f"{member} {pid!r} names no project")
+                if await tx.fetchall(
+                    "SELECT 1 FROM project_relations WHERE source_id = ? AND target_id = ? "
+                    "AND relation_type = ? AND valid_to IS NULL",
+                    (source_id, target_id, relation_type),
+                ):
+                    raise Conflict(conflict)
+                await tx.execute(
+                    "INSERT INTO project_relations (id, source_id, target_id, relation_type, metadata, "
+                    "valid_from, valid_to, created_at) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
+                    (
+                        relation_id,
+                        source_id,
+                        target_id,
+                        relation_type,
+                        self.js(meta),
+                        self.ts(start),
+                        self.ts(now),
+                    ),
+                )
+        except self.integrity_errors() as exc:
+            raise Conflict(conflict) from exc
+        return Relation(relation_id, source_id, target_id, relation_type, meta, start, None, now)
+
+    async def get_relation(self, relation_id: str) -> Relation | None:
+        if not is_uuid(relation_id):
+            return None
+        async with self._tx() as tx:
+            recs = await tx.fetchall(f"{self._RELATION_SELECT} WHERE id = ?", (relation_id,))
+        return self._relation(recs[0]) if recs else None
+
+    def _valid_at(self, at: datetime | None) -> tuple[str, Any]:
+        if at is None:
+            return ("valid_to IS NULL", ())
+        stamp = self.ts(at)
+        return ("valid_from <= ? AND (valid_to IS NULL OR valid_to > ?)", (stamp, stamp))
+
+    async def list_relations(self, project_id: str, *, at: datetime | None = None) -> list[Relation]:
+        if not is_uuid(project_id):
+            return []
+        conds: list[tuple[str, Any]] = [("(source_id = ? OR target_id = ?)", (project_id, project_id))]
+        if at is not None:
+            conds.append(self._valid_at(at))
+        where, params = _where(conds)
+        async with self._tx() as tx:
+            recs = await tx.fetchall(f"{self._RELATION_SELECT} WHERE {where} ORDER BY valid_from, id", params)
+        return [self._relation(r) for r in recs]
+
+    async def relations_at(
+        self, at: datetime | None = None, *, relation_type: str | None = None
+    ) -> list[Relation]:
+        conds: list[tuple[str, Any]] = [self._valid_at(at)]
+        if relation_type is not None:
+            conds.append(("relation_type = ?", relation_type))
+        where, params = _where(conds)
+        async with self._tx() as tx:
+            recs = await tx.fetchall(f"{self._RELATION_SELECT} WHERE {where} ORDER BY valid_from, id", params)
+        return [self._relation(r) for r in recs]
+
+    async def update_relation(
+        self,
+        relation_id: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        valid_to: datetime | None = None,
+    ) -> Relation | None:
+        if not is_uuid(relation_id):
+            return None
+        sets: list[tuple[str, Any]] = []
+        if metadata is not None:
+            sets.append(("metadata = ?", self.js(dict(metadata))))
+        if valid_to is not None:
+            sets.append(("valid_to = ?", self.ts(valid_to)))
+        if sets:
+            async with self._tx() as tx:
+                await tx.execute(
+                    f"UPDATE project_relations SET {', '.join(s for s, _ in sets)} WHERE id = ?",
+                    [*(v for _, v in sets), relation_id],
+                )
+        return await self.get_relation(relation_id)
+
+    async def end_relation(self, relation_id: str, at: datetime | None = None) -> Relation | None:
+        if not is_uuid(relation_id):
+            return None
+        async with self._tx() as tx:
+            await tx.execute(
+                "UPDATE project_relations SET valid_to = ? WHERE id = ? AND valid_to IS NULL",
+                (self.ts(at if at is not None else utc_now()), relation_id),
+            )
+        return await self.get_relation(relation_id)
+
+    # -- rejected events and audit -------------------------------------------------------------------
+    async def list_rejected(
+        self,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        limit: int = 100,
+        after: RejectedKey | None = None,
+    ) -> Page[RejectedEvent, RejectedKey]:
+        conds: list[tuple[str, Any]] = []
+        if start is not None:
+            conds.append(("received_at >= ?", self.ts(start)))
+        if end is not None:
+            conds.append(("received_at < ?", self.ts(end)))
+        if after is not None:
+            if not is_uuid(after[1]):
+                raise RuleViolation(f"rejected-event cursor id {after[1]!r} is not an id")
+            conds.append(("(received_at, id) > (?, ?)", (self.ts(after[0]), after[1])))
+        where, params = _where(conds)
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                f"SELECT id, received_at, reason, raw FROM rejected_events WHERE {where} "
+                "ORDER BY received_at, id LIMIT ?",
+                [*params, limit + 1],
+            )
+        items = [RejectedEvent(str(r[0]), self.from_ts(r[1]), r[2], self.from_js(r[3])) for r in recs[:limit]]
+        return Page(items, (items[-1].received_at, items[-1].id) if len(recs) > limit else None)
+
+    async def _write_audits(self, tx: Tx, entries: Sequence[AuditEntry], at: datetime) -> None:
+        await tx.executemany(
+            "INSERT INTO audit_log (at, actor, action, object_type, object_id, details) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (self.ts(at), e.actor, e.action, e.object_type, e.object_id, self.js(dict(e.details)))
+                for e in entries
+            ],
+        )
+
+    async def audit(self, entry: AuditEntry) -> None:
+        async with self._tx() as tx:
+            await self._write_audits(tx, [entry], utc_now())
+
+    async def list_audit(self, *, action: str | None = None, limit: int = 100) -> list[AuditRecord]:
+        where, params = _where([("action = ?", action)] if action is not None else [])
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                f"SELECT id, at, actor, action, object_type, object_id, details FROM audit_log WHERE {where} "
+                "ORDER BY id DESC LIMIT ?",
+                [*params, limit],
+            )
+        return [
+            AuditRecord(int(r[0]), self.from_ts(r[1]), r[2], r[3], r[4], r[5], self.from_js(r[6]))
+            for r in recs
+        ]
+
+    # -- credentials ---------------------------------------------------------------------------------
+    def _credential(self, rec: Sequence[Any]) -> IngestCredential:
+        return IngestCredential(
+            str(rec[0]), rec[1], rec[2], rec[3], self.from_ts(rec[4]), self.from_opt_ts(rec[5])
+        )
+
+    def _token(self, rec: Sequence[Any]) -> ApiToken:
+        return ApiToken(
+            str(rec[0]),
+            rec[1],
+            self.from_id_list(rec[2]),
+            rec[3],
+            self.from_ts(rec[4]),
+            self.from_opt_ts(rec[5]),
+        )
+
+    async def create_ingest_credential(
+        self, *, platform: str, cloud: str, token_hash: str, description: str | None = None
+    ) -> IngestCredential:
+        cred_id = str(uuid.uuid4())
+        now = utc_now()
+        try:
+            async with self._tx() as tx:
+                await tx.execute(
+                    "INSERT INTO ingest_credentials "
+                    "(id, platform, cloud, token_hash, description, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    (cred_id, platform, cloud, token_hash, description, self.ts(now)),
+                )
+        except self.integrity_errors() as exc:
+            raise Conflict("an ingest credential with this token hash exists") from exc
+        return IngestCredential(cred_id, platform, cloud, description, now, None)
+
+    async def ingest_credential_by_hash(self, token_hash: str) -> IngestCredential | None:
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                "SELECT id, platform, cloud, description, created_at, revoked_at FROM ingest_credentials "
+                "WHERE token_hash = ? AND revoked_at IS NULL",
+                (token_hash,),
+            )
+        return self._credential(recs[0]) if recs else None
+
+    async def revoke_ingest_credential(self, credential_id: str) -> bool:
+        if not is_uuid(credential_id):
+            return False
+        async with self._tx() as tx:
+            count = await tx.execute(
+                "UPDATE ingest_credentials SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                (self.ts(utc_now()), credential_id),
+            )
+        return count > 0
+
+    async def create_api_token(
+        self,
+        *,
+        token_hash: str,
+        role: TokenRole,
+        project_ids: Sequence[str] = (),
+        description: str | None = None,
+    ) -> ApiToken:
+        if role not in ("admin", "read_all", "project"):
+            raise RuleViolation(f"api token role {role!r} is not one of admin, read_all, project")
+        if role == "project" and not project_ids:
+            raise RuleViolation("an api token of role project needs at least one project id")
+        for pid in project_ids:
+            if not is_uuid(pid):
+                raise RuleViolation(f"project id {pid!r} of the api token is not a UUID")
+        token_id = str(uuid.uuid4())
+        now = utc_now()
+        try:
+            async with self._tx() as tx:
+                await tx.execute(
+                    "INSERT INTO api_tokens (id, token_hash, role, project_ids, description, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (token_id, token_hash, role, self.id_list(project_ids), description, self.ts(now)),
+                )
+        except self.integrity_errors() as exc:
+            raise Conflict("an api token with this token hash exists") from exc
+        return ApiToken(token_id, role, tuple(project_ids), description, now, None)
+
+    async def api_token_by_hash(self, token_hash: str) -> ApiToken | None:
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                "SELECT id, role, project_ids, description, created_at, revoked_at FROM api_tokens "
+                "WHERE token_hash = ? AND revoked_at IS NULL",
+                (token_hash,),
+            )
+        return self._token(recs[0]) if recs else None
+
+    async def revoke_api_token(self, token_id: str) -> bool:
+        if not is_uuid(token_id):
+            return False
+        async with self._tx() as tx:
+            count = await tx.execute(
+                "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                (self.ts(utc_now()), token_id),
+            )
+        return count > 0
+
+    # -- reconciliation -------------------------------------------------------------------------------
+    async def start_sync_run(self, cloud: str, started_at: datetime | None = None) -> str:
+        run_id = str(uuid.uuid4())
+        async with self._tx() as tx:
+            await tx.execute(
+                "INSERT INTO sync_runs (id, cloud, started_at, status, stats) VALUES (?, ?, ?, 'running', ?)",
+                (run_id, cloud, self.ts(started_at if started_at is not None else utc_now()), self.js({})),
+            )
+        return run_id
+
+    async def finish_sync_run(
+        self, run_id: str, status: SyncStatus, stats: Mapping[str, Any], completed_at: datetime | None = None
+    ) -> None:
+        if status not in ("completed", "failed", "running"):
+            raise RuleViolation(f"sync run status {status!r} is not one of running, completed, failed")
+        if not is_uuid(run_id):
+            raise StoreError(f"no sync run {run_id!r}")
+        async with self._tx() as tx:
+            count = await tx.execute(
+                "UPDATE sync_runs SET status = ?, stats = ?, completed_at = ? WHERE id = ?",
+                (status, self.js(dict(stats)), self.ts(completed_at or utc_now()), run_id),
+            )
+        if count == 0:
+            raise StoreError(f"no sync run {run_id!r}")
+
+    async def last_completed_sync_started_at(self, cloud: str) -> datetime | None:
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                "SELECT max(started_at) FROM sync_runs WHERE cloud = ? AND status = 'completed'", (cloud,)
+            )
+        return self.from_opt_ts(recs[0][0]) if recs else None
+
+    async def get_sync_run(self, run_id: str) -> dict[str, Any] | None:
+        if not is_uuid(run_id):
+            return None
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                "SELECT id, cloud, started_at, completed_at, status, stats FROM sync_runs WHERE id = ?",
+                (run_id,),
+            )
+        if not recs:
+            return None
+        r = recs[0]
+        return {
+            "id": str(r[0]),
+            "cloud": r[1],
+            "started_at": self.from_ts(r[2]),
+            "completed_at": self.from_opt_ts(r[3]),
+            "status": r[4],
+            "stats": self.from_js(r[5]),
+        }
+
+
+def _group_columns(group_by: Sequence[str], allowed: frozenset[str]) -> list[str]:
+    """The group columns, validated against a fixed set (they are spliced into SQL)."""
+    columns: list[str] = []
+    for name in group_by:
+        if name not in allowed:
+            raise RuleViolation(f"cannot group by {name!r}; allowed: {', '.join(sorted(allowed))}")
+        if name not in columns:
+            columns.append(name)
+    if not columns:
+        raise RuleViolation("group_by needs at least one column")
+    return columns

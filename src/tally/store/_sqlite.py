@@ -1,0 +1,222 @@
+"""The SQLite backend (aiosqlite, WAL): the embedded default, a file in the state directory.
+
+One connection serves the process; an anyio lock lets one transaction use it at
+a time, and write transactions start with BEGIN IMMEDIATE so that a second
+process on the same file waits for the writer instead of failing mid-batch.
+Instants are stored as fixed-width UTC text (text order is time order), JSON as
+canonical text. The sync lock is a row in ``sync_locks`` with a lease that the
+holder renews while it runs, so a holder that crashed stops blocking once its
+lease runs out.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import anyio
+
+from tally.core import ResourceKey, as_utc, parse_instant, utc_now
+
+from ._interface import Bucket, MigrationError, SyncLockHeld
+from ._migrations import Migration
+from ._sql import SqlStore, Tx, canonical_json, loads_json
+
+log = logging.getLogger(__name__)
+
+
+def sqlite_stamp(value: datetime) -> str:
+    """The stored text of an instant: fixed width (YYYY-MM-DDTHH:MM:SS.ffffffZ), so that comparing texts
+    compares instants."""
+    return as_utc(value).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def from_stamp(text: str) -> datetime:
+    """The instant of a stored text (ours are fixed width; anything else goes through parse_instant)."""
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return parse_instant(text)
+    return parsed if parsed.tzinfo is not None else parse_instant(text)
+
+
+class _SqliteTx:
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        cursor = await self._conn.execute(sql, tuple(params))
+        count = cursor.rowcount
+        await cursor.close()
+        return int(count)
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        await self._conn.executemany(sql, [tuple(r) for r in rows])
+
+    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        async with self._conn.execute(sql, tuple(params)) as cursor:
+            return [tuple(r) for r in await cursor.fetchall()]
+
+
+class SqliteStore(SqlStore):
+    dialect = "sqlite"
+
+    def __init__(self, path: str, *, lease_s: float = 30.0) -> None:
+        super().__init__()
+        self._path = path
+        self._conn: aiosqlite.Connection | None = None
+        self._lock = anyio.Lock()
+        self.lease_s = lease_s
+
+    async def open(self) -> None:
+        if self._path != ":memory:":
+            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+        conn = await aiosqlite.connect(self._path, isolation_level=None)
+        for pragma in (
+            "PRAGMA journal_mode=WAL",
+            "PRAGMA synchronous=NORMAL",
+            "PRAGMA foreign_keys=ON",
+            "PRAGMA busy_timeout=10000",
+        ):
+            await conn.execute(pragma)
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        self._conn = conn
+
+    async def aclose(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+    @property
+    def conn(self) -> aiosqlite.Connection:
+        if self._conn is None:
+            raise RuntimeError("the SQLite store is not open")
+        return self._conn
+
+    @asynccontextmanager
+    async def _tx(self) -> AsyncIterator[Tx]:
+        async with self._lock:
+            conn = self.conn
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield _SqliteTx(conn)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await conn.execute("ROLLBACK")
+                raise
+            with anyio.CancelScope(shield=True):
+                await conn.execute("COMMIT")
+
+    # -- conversions ----------------------------------------------------------------------------------
+    def ts(self, value: datetime) -> Any:
+        return sqlite_stamp(value)
+
+    def from_ts(self, value: Any) -> datetime:
+        return from_stamp(str(value))
+
+    def js(self, value: Any) -> Any:
+        return canonical_json(value)
+
+    def from_js(self, value: Any) -> Any:
+        return loads_json(value)
+
+    def id_list(self, ids: Sequence[str]) -> Any:
+        return json.dumps(list(ids))
+
+    def from_id_list(self, value: Any) -> tuple[str, ...]:
+        return tuple(json.loads(value))
+
+    def bucket_expr(self, interval: Bucket) -> str:
+        if interval == "1h":
+            return "substr(timestamp, 1, 13) || ':00:00.000000Z'"
+        return "substr(timestamp, 1, 10) || 'T00:00:00.000000Z'"
+
+    def integrity_errors(self) -> tuple[type[BaseException], ...]:
+        return (sqlite3.IntegrityError,)
+
+    async def _lock_keys(self, tx: Tx, keys: Sequence[ResourceKey]) -> None:
+        # BEGIN IMMEDIATE already makes every write transaction the only writer of the file.
+        return None
+
+    # -- migrations -----------------------------------------------------------------------------------
+    async def _applied_version(self) -> int:
+        async with (
+            self._lock,
+            self.conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations") as cur,
+        ):
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def _run_migration(self, migration: Migration, *, up: bool) -> None:
+        if up:
+            record = (
+                f"INSERT INTO schema_migrations (version, name, applied_at) "
+                f"VALUES ({migration.version}, '{migration.name}', '{sqlite_stamp(utc_now())}');"
+            )
+            body = migration.up
+        else:
+            record = f"DELETE FROM schema_migrations WHERE version = {migration.version};"
+            body = migration.down
+        # executescript commits any open transaction first, so the script carries its own BEGIN/COMMIT.
+        script = f"BEGIN IMMEDIATE;\n{body}\n{record}\nCOMMIT;"
+        async with self._lock:
+            try:
+                await self.conn.executescript(script)
+            except sqlite3.Error as exc:
+                if self.conn.in_transaction:
+                    await self.conn.execute("ROLLBACK")
+                direction = "up" if up else "down"
+                raise MigrationError(
+                    f"migration sqlite/{migration.version:04d}_{migration.name} ({direction}) failed: {exc}"
+                ) from exc
+
+    # -- the sync lock --------------------------------------------------------------------------------
+    async def _take_lease(self, cloud: str, holder: str) -> bool:
+        now = utc_now()
+        async with self._tx() as tx:
+            count = await tx.execute(
+                "INSERT INTO sync_locks (cloud, holder, expires_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (cloud) DO UPDATE SET "
+                "holder = excluded.holder, expires_at = excluded.expires_at "
+                "WHERE sync_locks.expires_at < ? OR sync_locks.holder = excluded.holder",
+                (cloud, holder, sqlite_stamp(now + timedelta(seconds=self.lease_s)), sqlite_stamp(now)),
+            )
+        return count > 0
+
+    async def _keep_lease(self, cloud: str, holder: str) -> None:
+        while True:
+            await anyio.sleep(self.lease_s / 3)
+            if not await self._take_lease(cloud, holder):
+                log.warning("sync lock lease lost cloud=%s holder=%s", cloud, holder)
+                return
+
+    async def _release_lease(self, cloud: str, holder: str) -> None:
+        async with self._tx() as tx:
+            await tx.execute("DELETE FROM sync_locks WHERE cloud = ? AND holder = ?", (cloud, holder))
+
+    @asynccontextmanager
+    async def sync_lock(self, cloud: str) -> AsyncIterator[None]:
+        holder = str(uuid.uuid4())
+        if not await self._take_lease(cloud, holder):
+            raise SyncLockHeld(cloud)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._keep_lease, cloud, holder)
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._release_lease(cloud, holder)

@@ -1,0 +1,71 @@
+"""``tally migrate up|down N|status``: the store's schema, on the store the settings name.
+
+The store is ``TALLY_REPORTING_DB_URL`` when set, else the SQLite file in
+``TALLY_STATE_DIR``. ``status`` exits 1 while the schema is behind, so a
+deployment script can wait on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from tally.config import Settings
+
+from ._interface import StoreError
+from ._open import open_store
+
+
+def register(subparsers: Any) -> None:
+    migrate = subparsers.add_parser("migrate", help="apply, roll back or show the database migrations")
+    actions = migrate.add_subparsers(dest="migrate_command", metavar="ACTION", required=True)
+    up = actions.add_parser("up", help="apply every pending migration")
+    up.set_defaults(handler=migrate_up)
+    down = actions.add_parser("down", help="roll back every migration above version N")
+    down.add_argument("target", type=int, metavar="N", help="the version to roll back to (0 = empty)")
+    down.set_defaults(handler=migrate_down)
+    status = actions.add_parser("status", help="the applied version and the newest this build knows")
+    status.set_defaults(handler=migrate_status)
+
+
+def _url() -> str:
+    return Settings().store_url
+
+
+def _fail(exc: Exception) -> int:
+    print(f"tally migrate: {exc}", file=sys.stderr)
+    return 2
+
+
+async def migrate_up(args: argparse.Namespace) -> int:
+    try:
+        async with open_store(_url()) as store:
+            applied = await store.migrate_up()
+            status = await store.schema_status()
+    except (StoreError, OSError) as exc:
+        return _fail(exc)
+    print(f"applied {', '.join(map(str, applied)) or 'nothing'}; schema at version {status.current}")
+    return 0
+
+
+async def migrate_down(args: argparse.Namespace) -> int:
+    try:
+        async with open_store(_url()) as store:
+            undone = await store.migrate_down(args.target)
+            status = await store.schema_status()
+    except (StoreError, OSError) as exc:
+        return _fail(exc)
+    print(f"rolled back {', '.join(map(str, undone)) or 'nothing'}; schema at version {status.current}")
+    return 0
+
+
+async def migrate_status(args: argparse.Namespace) -> int:
+    try:
+        async with open_store(_url()) as store:
+            status = await store.schema_status()
+    except (StoreError, OSError) as exc:
+        return _fail(exc)
+    state = "behind" if status.behind else "current"
+    print(f"schema version {status.current} of {status.latest} ({state})")
+    return 1 if status.behind else 0

@@ -1,0 +1,117 @@
+"""``tally collector``: map captured bodies, refuse bad configuration in one line, dump redacted."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from collector_support import fixtures, oslo_inner, publish, service_exchanges, v2_body
+
+from tally.daemon.cli import main
+
+
+def _cases() -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    cases = fixtures()
+    return cases, [c["expected"] for c in cases if "skipped" not in c["expected"]]
+
+
+def test_map_reads_one_body_jsonl_bodies_and_captures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TALLY_OSC_CLOUD", "os-dev")
+    cases, expected = _cases()
+    single = tmp_path / "one.json"
+    single.write_text(json.dumps(cases[0]["notification"]["body"], indent=2))  # type: ignore[index]
+    bodies = tmp_path / "bodies.jsonl"
+    bodies.write_text("\n".join(json.dumps(c["notification"]["body"]) for c in cases[:10]) + "\n")  # type: ignore[index]
+    captured = tmp_path / "notifications.jsonl"
+    captured.write_text("\n".join(json.dumps(c["notification"]) for c in cases[10:]) + "\n\n")
+    assert main(["collector", "map", str(single), str(bodies), str(captured)]) == 0
+    out, err = capsys.readouterr()
+    events = [json.loads(line) for line in out.splitlines()]
+    assert events[0] == cases[0]["expected"]
+    assert events[1:] == expected
+    assert err.count("skipped") == 4
+    assert "reason=resize_source_host" in err
+
+
+def test_map_names_an_unreadable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["collector", "map", str(tmp_path / "missing.json")]) == 1
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_plain_http_reporting_url_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TALLY_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("TALLY_OSC_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
+    monkeypatch.setenv("TALLY_OSC_REPORTING_URL", "http://reporting.example:8080")
+    monkeypatch.delenv("TALLY_OSC_REPORTING_INSECURE", raising=False)
+    assert main(["collector"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "tally collector: error: TALLY_OSC_REPORTING_URL 'http://reporting.example:8080' is plain http; "
+        "use https or set TALLY_OSC_REPORTING_INSECURE=true"
+    ]
+
+
+@pytest.mark.rabbitmq
+def test_missing_exchanges_stop_the_command_naming_them(
+    amqp_url: str,
+    unique: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TALLY_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("TALLY_OSC_AMQP_URL", amqp_url)
+    monkeypatch.setenv("TALLY_OSC_EXCHANGES", f"{unique}-a,{unique}-b")
+    monkeypatch.setenv("TALLY_OSC_REPORTING_URL", "https://reporting.example")
+    assert main(["collector"]) == 2
+    err = capsys.readouterr().err
+    assert f"none of the exchanges {unique}-a, {unique}-b exist" in err
+    assert "guest:guest" not in err
+
+
+@pytest.mark.anyio
+@pytest.mark.rabbitmq
+async def test_dump_prints_deliveries_with_credentials_redacted(
+    amqp_url: str, unique: str, tmp_path: Path
+) -> None:
+    exchange = f"{unique}-nova"
+    env = {
+        "TALLY_OSC_AMQP_URL": amqp_url,
+        "TALLY_OSC_EXCHANGES": exchange,
+        "TALLY_STATE_DIR": str(tmp_path),
+        "PATH": "/usr/bin:/bin",
+    }
+    inner = oslo_inner(
+        "compute.instance.create.end",
+        {"instance_id": "vm-1", "password": "hunter2"},
+        _context_auth_token="gAAAAsecret-token",
+        _context_service_catalog=[{"endpoints": ["x"]}],
+    )
+    async with service_exchanges(amqp_url, [exchange]) as channel:
+        process = await anyio.open_process(
+            [sys.executable, "-m", "tally.daemon", "collector", "--dump", "--count", "1"], env=env
+        )
+        with anyio.fail_after(30):
+            while process.returncode is None:
+                await publish(channel, exchange, v2_body(inner))
+                with anyio.move_on_after(0.3):
+                    await process.wait()
+        assert process.stdout is not None
+        out = (await process.stdout.receive()).decode()
+    assert process.returncode == 0
+    line = json.loads(out.splitlines()[0])
+    assert line["exchange"] == exchange and line["routing_key"] == "notifications.info"
+    assert line["properties"]["content_type"] == "application/json"
+    message = line["body"]["oslo.message"]
+    assert message["_context_auth_token"] == "***"
+    assert message["_context_service_catalog"] == "***"
+    assert message["payload"]["password"] == "***"
+    assert message["payload"]["instance_id"] == "vm-1"
+    assert "hunter2" not in out and "secret-token" not in out

@@ -1,0 +1,80 @@
+"""Decoding bodies: both envelope versions, and every kind of bad input as a value, never an exception."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tally.collector import MAX_BODY_BYTES, Decoded, Skipped, Unparseable, decode_body, map_notification
+
+INNER = {
+    "message_id": "m-1",
+    "event_type": "volume.create.end",
+    "timestamp": "2026-03-01 10:00:00",
+    "payload": {"volume_id": "v", "tenant_id": "t", "size": 1.5},
+    "_context_project_id": "p",
+}
+
+
+def test_v2_envelope_decodes_the_inner_string_with_exact_numbers() -> None:
+    body = json.dumps({"oslo.version": "2.0", "oslo.message": json.dumps(INNER)}).encode()
+    outcome = decode_body(body)
+    assert isinstance(outcome, Decoded)
+    assert outcome.notification.payload["size"] == Decimal("1.5")
+    assert outcome.notification.context_project_id == "p"
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b'{"oslo.version": "2.0", "oslo.message": "{\\"message_id\\": ', "json"),
+        (b'{"oslo.version": "2.0", "oslo.mess', "json"),
+        (b'{"a": "\xc3\x28"}', "encoding"),
+        (b"[1, 2, 3]", "envelope"),
+        (b'{"oslo.version": "2.0", "oslo.message": {"event_type": "x"}}', "envelope"),
+        (b'{"oslo.version": "2.0"}', "envelope"),
+        (json.dumps({"oslo.version": "2.0", "oslo.message": "[1]"}).encode(), "envelope"),
+        (json.dumps({**INNER, "event_type": None}).encode(), "event_type"),
+        (json.dumps({**INNER, "timestamp": "soon"}).encode(), "timestamp"),
+    ],
+)
+def test_bad_bodies_are_unparseable_with_a_reason(body: bytes, reason: str) -> None:
+    outcome = decode_body(body)
+    assert isinstance(outcome, Unparseable)
+    assert outcome.reason == reason
+    assert outcome.detail
+
+
+def test_body_over_one_mib_is_unparseable() -> None:
+    padded = dict(INNER, payload={"pad": "x" * MAX_BODY_BYTES})
+    outcome = decode_body(json.dumps(padded).encode())
+    assert isinstance(outcome, Unparseable) and outcome.reason == "oversized"
+
+
+def test_versioned_nova_notification_is_skipped() -> None:
+    body = dict(INNER, event_type="instance.create.end", payload={"nova_object.data": {"uuid": "u"}})
+    outcome = decode_body(json.dumps(body).encode())
+    assert isinstance(outcome, Skipped) and outcome.reason == "versioned"
+
+
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes_never_raise(body: bytes) -> None:
+    map_notification(body, cloud="c")
+
+
+@settings(max_examples=60)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+        lambda c: st.lists(c) | st.dictionaries(st.text(max_size=8), c),
+    )
+)
+def test_arbitrary_json_never_raises(value: object) -> None:
+    map_notification(json.dumps(value), cloud="c")
+    map_notification(json.dumps({"oslo.version": "2.0", "oslo.message": json.dumps(value)}), cloud="c")
+    if isinstance(value, dict):
+        map_notification(json.dumps(dict(INNER, payload=value)), cloud="c")

@@ -1,0 +1,80 @@
+"""The public surface of tally.reconcile and tally.openstack: a change here is a change on purpose."""
+
+from __future__ import annotations
+
+import tally.openstack
+import tally.reconcile
+
+
+def test_reconcile_exports() -> None:
+    assert sorted(tally.reconcile.__all__) == sorted(
+        [
+            "ADAPTERS",
+            "BATCH_SIZE",
+            "Adapter",
+            "Correction",
+            "DeletedResource",
+            "DeletedWindow",
+            "Deferral",
+            "Kind",
+            "Observation",
+            "ObserveRequest",
+            "ObservedResource",
+            "Plan",
+            "Progress",
+            "Reason",
+            "RunAborted",
+            "RunSettings",
+            "RunStats",
+            "SizeNameEntry",
+            "SizeNamesFailed",
+            "Status",
+            "SyncError",
+            "SyncOutcome",
+            "SyncService",
+            "adapter_class",
+            "cap_errors",
+            "create_instant",
+            "deferral_of_absence_delete",
+            "deferral_of_create",
+            "deferral_of_reported_delete",
+            "deferral_of_update",
+            "delete_is_skipped",
+            "deleted_servers_window",
+            "diff",
+            "drift",
+            "event_of",
+            "inside_recent_window",
+            "past_newest_event",
+            "poll_instant",
+            "provider_of",
+            "read_told_instant",
+            "reported_delete_instant",
+            "reported_within_run",
+            "run_cloud_scheduler",
+            "run_sync",
+            "scheduler_specs",
+            "validate_adapter_config",
+        ]
+    )
+    for name in tally.reconcile.__all__:
+        assert hasattr(tally.reconcile, name)
+
+
+def test_openstack_exports() -> None:
+    assert sorted(tally.openstack.__all__) == sorted(
+        [
+            "AdapterConfigError",
+            "OpenStackAdapter",
+            "OpenStackSettings",
+            "ResolvedCloud",
+            "clouds_yaml_locations",
+            "find_clouds_yaml",
+            "negotiate_microversion",
+            "parse_adapter_config",
+            "resolve_cloud",
+            "warn_if_unpinned",
+        ]
+    )
+    assert tally.reconcile.ADAPTERS["openstack"] == "tally.openstack:OpenStackAdapter"
+    assert tally.reconcile.adapter_class("openstack") is tally.openstack.OpenStackAdapter

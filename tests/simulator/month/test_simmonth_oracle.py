@@ -1,0 +1,100 @@
+"""Oracle format 3: the collector's view of the world, round-tripped, and strict on reading."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import timedelta
+
+import orjson
+import pytest
+
+from tally.core import StoredEvent, parse_event
+from tally.simulator import Month, OracleError, compare, expected_events, read_oracle, stored_intervals
+
+
+def test_round_trip_is_byte_identical(july: Month) -> None:
+    data = july.oracle.to_json()
+    again = read_oracle(data)
+    assert again == july.oracle
+    assert again.to_json() == data
+
+
+def test_document_shape(july: Month) -> None:
+    doc = orjson.loads(july.oracle.to_json())
+    assert doc["format"] == 3
+    assert doc["period_from"] == "2026-07-01T00:00:00Z"
+    assert doc["period_to"] == "2026-08-01T00:00:00Z"
+    keys = [(r["resource_type"], r["resource_id"]) for r in doc["resources"]]
+    assert keys == sorted(keys)
+    assert {r["resource_type"] for r in doc["resources"]} == {
+        "instance",
+        "volume",
+        "floating_ip",
+        "image",
+        "loadbalancer",
+    }
+    for r in doc["resources"]:
+        spans = r["intervals"]
+        assert all(s["from"] < s["to"] for s in spans)
+        assert all(a["to"] <= b["from"] for a, b in itertools.pairwise(spans))
+        assert all(
+            (a["state"], a["project_id"], a["size"]) != (b["state"], b["project_id"], b["size"])
+            for a, b in itertools.pairwise(spans)
+            if a["to"] == b["from"]
+        )
+    sizes = {r["resource_type"]: r["intervals"][0]["size"] for r in doc["resources"]}
+    assert set(sizes["instance"]) == {"vcpus", "ram_gb", "disk_gb", "flavor"}
+    assert set(sizes["volume"]) == {"size_gb", "type"} and sizes["volume"]["type"] in {
+        "ssd",
+        "hdd",
+        "standard",
+    }
+    assert sizes["floating_ip"] == {"ip_version": 4}
+    assert set(sizes["image"]) == {"size_gb"}
+    assert sizes["loadbalancer"] == {"listeners": 0, "pools": 0}
+    assert sum(c["count"] for c in doc["counts"]) >= july.billable
+    assert doc["traffic"] and all(t["egress_bytes"] > 0 for t in doc["traffic"])
+
+
+def test_the_oracle_agrees_with_the_collector_mapping(july: Month) -> None:
+    """Folding the expected events gives the oracle exactly, except the balancer counts only a sync books."""
+    stored = []
+    for wire in expected_events(july.notifications, cloud=july.cloud):
+        event = parse_event(wire)
+        stored.append(StoredEvent(event, event.timestamp))
+    result = compare(july.oracle, stored_intervals(stored, cloud=july.cloud), sync_interval=timedelta(0))
+    assert result.exact == len(july.oracle.resources) - result.off
+    assert {r.resource_type for r in result.resources} <= {"loadbalancer"}
+    assert all(d.fields == ("size",) for r in result.resources for d in r.differences)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d.update(format=2), "format 2 is not 3"),
+        (lambda d: d.update(extra=1), "unknown member 'extra' in the document"),
+        (lambda d: d["resources"][0].update(colour="red"), "unknown member 'colour' in resources[0]"),
+        (
+            lambda d: d["resources"][0]["intervals"][0].update(x=1),
+            r"unknown member 'x' in resources\[0\].intervals\[0\]",
+        ),
+        (lambda d: d["resources"][0].pop("workload"), "member 'workload' missing"),
+        (lambda d: d["resources"][0].update(workload="batch"), "workload 'batch'"),
+        (
+            lambda d: d["resources"][0]["intervals"][0].update({"from": "yesterday"}),
+            "not an RFC 3339 instant",
+        ),
+        (lambda d: d["counts"][0].update(count="3"), "must be an integer"),
+    ],
+)
+def test_reading_refuses_bad_documents_in_one_line(july: Month, mutate: object, message: str) -> None:
+    doc = orjson.loads(july.oracle.to_json())
+    mutate(doc)  # type: ignore[operator]
+    with pytest.raises(OracleError, match=message) as info:
+        read_oracle(orjson.dumps(doc))
+    assert "\n" not in str(info.value)
+
+
+def test_reading_refuses_non_json() -> None:
+    with pytest.raises(OracleError, match="not JSON"):
+        read_oracle(b"{oops")
