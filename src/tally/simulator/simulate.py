@@ -219,7 +219,7 @@ class Drainer:
             consumers: Sequence[Any] = getattr(self._collector, "_consumers", ())
             # Polling: the counters have no event to wait on, and a drain happens once per sync.
             began = time.monotonic()
-            while self._taken() - self._taken_base < published or any(c.in_hand for c in consumers):  # noqa: ASYNC110
+            while self._taken() - self._taken_base < published or any(c.in_hand for c in consumers):
                 await anyio.sleep(0.01)
                 if time.monotonic() - began > 10:
                     log.info(

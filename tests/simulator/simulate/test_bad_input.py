@@ -16,7 +16,10 @@ SMALL = ["--seed", "1", "--scale", "0.3", "--days", "2", "--factor", "0"]
     ("argv", "message"),
     [
         (["--period", "2099-01"], "has not ended"),
-        (["--period", "2026-07", "--faults", "duplicates,lost-notifications"], "unknown fault 'lost-notifications'"),
+        (
+            ["--period", "2026-07", "--faults", "duplicates,lost-notifications"],
+            "unknown fault 'lost-notifications'",
+        ),
         (["--period", "2026-07", "--faults", "pre-existing,missing-create"], "cannot be combined"),
         (["--period", "2026-13"], "is not a month"),
     ],

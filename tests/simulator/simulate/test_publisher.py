@@ -15,7 +15,14 @@ from quart import Quart
 from tally.collector import InProcessBus
 from tally.simulator import VirtualClock, create_fake_cloud_app, generate_month
 from tally.simulator.generator import Month
-from tally.simulator.publisher import AmqpSink, BusSink, Publisher, PublishError, add_release_route, check_broker
+from tally.simulator.publisher import (
+    AmqpSink,
+    BusSink,
+    Publisher,
+    PublishError,
+    add_release_route,
+    check_broker,
+)
 
 pytestmark = pytest.mark.anyio
 

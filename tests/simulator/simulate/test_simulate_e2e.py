@@ -58,7 +58,9 @@ def test_simulate_sqlite_in_process_bus_passes_with_every_fault(
     other = tmp_path / "other"
     assert main(["simulator", "run", "--seed", "2", *SMALL[2:], "--out", str(other)]) == 0
     capsys.readouterr()
-    assert main(["simulator", "compare", "--oracle", str(other / "oracle.json"), "--store-url", store_url]) == 1
+    assert (
+        main(["simulator", "compare", "--oracle", str(other / "oracle.json"), "--store-url", store_url]) == 1
+    )
     assert "OFF" in capsys.readouterr().out
 
 

@@ -1,0 +1,106 @@
+"""``tally simulator replay`` on RabbitMQ, its broken-line refusal, and the HTML report of a comparison."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import aio_pika
+import anyio
+import orjson
+import pytest
+
+from tally.core import Interval
+from tally.daemon.cli import main
+from tally.simulator import compare, generate_month, write_month
+from tally.simulator.report import render_report, write_report
+
+
+def month_files(tmp_path: Path) -> Path:
+    month = generate_month(1, "2026-07", scale=0.3, days=1, faults="refused-shapes")
+    write_month(month, tmp_path / "month")
+    return tmp_path / "month" / "notifications.jsonl"
+
+
+def test_a_broken_line_is_named_and_nothing_is_published(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = month_files(tmp_path)
+    lines = path.read_bytes().splitlines()
+    lines.insert(6, b'{"exchange": "nova", "routing_key": "notifications.info", "body": ')
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    # An unreachable broker proves nothing was attempted: the file is refused before connecting.
+    monkeypatch.setenv("TALLY_SIM_AMQP_URL", "amqp://guest:guest@127.0.0.1:1/")
+    assert main(["simulator", "replay", "--in", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "line 7: not JSON" in err and err.count("\n") == 1
+
+
+def test_replay_puts_the_file_on_rabbitmq_again(
+    tmp_path: Path, amqp_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = month_files(tmp_path)
+    expected = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    on_nova = [e for e in expected if e["exchange"] == "nova"]
+    monkeypatch.setenv("TALLY_SIM_AMQP_URL", amqp_url)
+    queue_name = f"tally-test-replay-{uuid.uuid4().hex[:8]}"
+
+    async def run() -> list[bytes]:
+        connection = await aio_pika.connect(amqp_url)
+        try:
+            channel = await connection.channel()
+            await channel.declare_exchange("nova", aio_pika.ExchangeType.TOPIC, durable=False)
+            queue = await channel.declare_queue(queue_name, auto_delete=True)
+            await queue.bind("nova", routing_key="notifications.info")
+            assert await anyio.to_thread.run_sync(main, ["simulator", "replay", "--in", str(path)]) == 0
+            bodies: list[bytes] = []
+            with anyio.fail_after(15):
+                while len(bodies) < len(on_nova):
+                    message = await queue.get(no_ack=True, fail=False)
+                    if message is None:
+                        await anyio.sleep(0.05)
+                        continue
+                    bodies.append(message.body)
+            return bodies
+        finally:
+            await connection.close()
+
+    bodies = anyio.run(run)
+    want = [e["body"].encode() if isinstance(e["body"], str) else orjson.dumps(e["body"]) for e in on_nova]
+    assert bodies == want
+
+
+def test_report_draws_every_differing_resource_oracle_against_stored(tmp_path: Path) -> None:
+    month = generate_month(1, "2026-07", scale=0.3, days=2)
+    stored = {
+        (r.resource_type, r.resource_id): tuple(
+            Interval(i.start, i.end, i.state, i.size, i.project_id) for i in r.intervals
+        )
+        for r in month.oracle.resources
+    }
+    victim = next(
+        r
+        for r in month.oracle.resources
+        if len(r.intervals) == 1 and r.intervals[0].end < month.period_to - timedelta(hours=3)
+    )
+    key = (victim.resource_type, victim.resource_id)
+    first = stored[key][0]
+    # A delete booked three hours late: beyond the one-hour tolerance.
+    late = Interval(
+        first.start,
+        (first.end or month.period_to) + timedelta(hours=3),
+        first.state,
+        first.size,
+        first.project_id,
+    )
+    stored[key] = (late,)
+    comparison = compare(month.oracle, stored, sync_interval=timedelta(hours=1))
+    document = render_report(comparison, month.oracle, stored, title="seed 1", summary=[("faults", "none")])
+    path = tmp_path / "report.html"
+    write_report(path, document)
+    text = path.read_text()
+    assert "Comparison FAILED" in text
+    assert victim.resource_id in text and text.count("<svg") == len(comparison.resources) >= 1
+    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "<script" not in text
