@@ -122,7 +122,7 @@ def serve_fake(scale: float) -> None:
 # -- one sync, in a process of its own ----------------------------------------------------------------
 
 
-def run_one_sync(db: str, at: str) -> dict[str, Any]:
+def run_one_sync(store_url: str, at: str) -> dict[str, Any]:
     from tally.config import CloudEntry
     from tally.core import parse_instant
     from tally.ingest import IngestPipeline
@@ -131,7 +131,7 @@ def run_one_sync(db: str, at: str) -> dict[str, Any]:
     from tally.store import open_store
 
     async def main() -> dict[str, Any]:
-        async with open_store(f"sqlite:///{db}") as store:
+        async with open_store(store_url) as store:
             await store.migrate_up()
             pipeline = IngestPipeline(store, require_size_schema=False)
             entry = CloudEntry(
@@ -179,6 +179,23 @@ def run_sdk_listing() -> dict[str, Any]:
 
 # -- the orchestration --------------------------------------------------------------------------------
 
+_PG_NAME = f"tally_bench_sync_{os.getpid()}"
+
+
+def create_pg_database(admin_url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{_PG_NAME}"')
+    return admin_url.rsplit("/", 1)[0] + "/" + _PG_NAME
+
+
+def drop_pg_database(admin_url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{_PG_NAME}" WITH (FORCE)')
+
 
 def child(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run(
@@ -199,6 +216,12 @@ def main() -> int:
         "--quick", action="store_true", help="a five-hundredth of the full cloud, in one process"
     )
     parser.add_argument("--scale", type=float, default=None, help="fraction of the full cloud")
+    parser.add_argument(
+        "--pg",
+        metavar="ADMIN_URL",
+        help="use a fresh database on this PostgreSQL (e.g. postgresql://postgres@127.0.0.1:5432/postgres) "
+        "instead of the embedded SQLite file",
+    )
     parser.add_argument("_phase", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     scale = args.scale if args.scale is not None else (0.002 if args.quick else 1.0)
@@ -211,10 +234,10 @@ def main() -> int:
         elif phase == "sdk":
             print("RESULT " + json.dumps(run_sdk_listing()), flush=True)
         return 0
-    return orchestrate(scale, in_process=args.quick)
+    return orchestrate(scale, in_process=args.quick, pg_admin=args.pg)
 
 
-def orchestrate(scale: float, *, in_process: bool) -> int:
+def orchestrate(scale: float, *, in_process: bool, pg_admin: str | None = None) -> int:
     """Run the phases; ``in_process`` (``--quick``) skips the per-phase processes, so the RSS column is
     then the process's peak so far rather than the phase's own."""
     import httpx
@@ -257,7 +280,9 @@ def orchestrate(scale: float, *, in_process: bool) -> int:
             clouds_yaml = Path(tmp) / "clouds.yaml"
             clouds_yaml.write_text(yaml.safe_dump(clouds))
             env["OS_CLIENT_CONFIG_FILE"] = str(clouds_yaml)
-            db = str(Path(tmp) / "tally.sqlite3")
+            store_url = f"sqlite:///{Path(tmp) / 'tally.sqlite3'}"
+            if pg_admin is not None:
+                store_url = create_pg_database(pg_admin)
             rows: list[tuple[str, dict[str, Any]]] = []
             for name, at in (
                 ("first sync (all creates)", T1),
@@ -267,13 +292,16 @@ def orchestrate(scale: float, *, in_process: bool) -> int:
                 httpx.put(f"{base}/bench/at", json={"at": at.isoformat()}, timeout=10).raise_for_status()
                 if in_process:
                     os.environ["OS_CLIENT_CONFIG_FILE"] = env["OS_CLIENT_CONFIG_FILE"]
-                    rows.append((name, run_one_sync(db, at.isoformat())))
+                    rows.append((name, run_one_sync(store_url, at.isoformat())))
                 else:
-                    rows.append((name, child(["sync", db, at.isoformat()], env)))
+                    rows.append((name, child(["sync", store_url, at.isoformat()], env)))
             sdk = run_sdk_listing() if in_process else child(["sdk"], env)
         finally:
             fake.terminate()
             fake.wait(timeout=30)
+            if pg_admin is not None:
+                drop_pg_database(pg_admin)
+    print(f"store: {'PostgreSQL' if pg_admin else 'SQLite (embedded)'}")
     print(f"{'phase':<28}{'seconds':>10}{'peak RSS MiB':>14}  outcome")
     for name, r in rows:
         s = r["stats"]

@@ -1,22 +1,36 @@
 """The HTTP front end actor: serves one Quart app until told to stop.
 
-It is started last and so stopped first: on shutdown it stops taking requests before the actors that
-answer them go away. Requests in flight get the graceful timeout to finish.
+The app is built when the actor starts (``make_app``), not when the tree is built, because the
+Reporting API app is made over the store, which opens only when the ``store`` child started. It starts
+after the store and before the collector and the schedulers, so it stops after them: a collector
+whose sink is this daemon's own API (``TALLY_OSC_REPORTING_URL`` pointing here) can still flush into
+it while draining. Requests in flight get the graceful timeout to finish.
 """
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Callable
 
 import anyio
 from quart import Quart
 
 from tally.actors import ActorContext, ChildSpec
-from tally.http import serve_quart
+from tally.config import Settings
+from tally.http import Readiness, ReportingServices, create_reporting_app, health_blueprint, serve_quart
+
+from ._backbone import Backbone
+
+log = logging.getLogger(__name__)
 
 
-def http_front_end(app: Quart, host: str, port: int, *, graceful_timeout_s: float) -> ChildSpec:
-    """A supervisor child named ``http`` serving ``app`` on ``host:port``."""
+def http_front_end(
+    make_app: Callable[[], Quart], host: str, port: int, *, graceful_timeout_s: float
+) -> ChildSpec:
+    """A supervisor child named ``http`` serving the app ``make_app()`` builds on ``host:port``."""
 
     async def run(ctx: ActorContext) -> None:
+        app = make_app()
         async with anyio.create_task_group() as tg:
             await tg.start(_serve, app, host, port, graceful_timeout_s)
             ctx.started()
@@ -24,6 +38,23 @@ def http_front_end(app: Quart, host: str, port: int, *, graceful_timeout_s: floa
             tg.cancel_scope.cancel()
 
     return ChildSpec("http", run)
+
+
+def health_app(settings: Settings, readiness: Readiness) -> Quart:
+    """``/healthz``, ``/readyz`` and ``/metrics`` alone: the front end when the Reporting API is off."""
+    app = Quart("tally")
+    app.register_blueprint(health_blueprint(readiness, metrics_enabled=settings.metrics_enabled))
+    return app
+
+
+def reporting_app(settings: Settings, readiness: Readiness, backbone: Backbone) -> Quart:
+    """The Reporting API over the backbone, with the health endpoints on the same port."""
+    services = ReportingServices(
+        store=backbone.store, pipeline=backbone.pipeline, settings=settings, sync_runner=backbone.sync
+    )
+    app = create_reporting_app(services)
+    app.register_blueprint(health_blueprint(readiness, metrics_enabled=settings.metrics_enabled))
+    return app
 
 
 async def _serve(

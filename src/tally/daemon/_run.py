@@ -1,7 +1,8 @@
 """``tally run``: the daemon's life from settings to exit code.
 
 Exit codes: 0 after a drain on SIGTERM/SIGINT; 1 when the supervisor gave up (restart intensity
-exceeded) or a second signal forced the stop. A non-zero exit is the signal for systemd
+exceeded) or a second signal forced the stop; 2 when the settings were refused before anything
+started (``_preflight``). A non-zero exit is the signal for systemd
 (``Restart=on-failure``) or the container runtime to start a fresh process.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 
 import anyio
 
@@ -17,6 +19,7 @@ from tally.config import Settings
 from tally.http import CheckResult, Readiness
 
 from ._notify import Notifier
+from ._preflight import refusal, warn_about
 from ._tree import build_tree
 
 log = logging.getLogger(__name__)
@@ -24,6 +27,11 @@ log = logging.getLogger(__name__)
 
 async def run_daemon(settings: Settings, *, notifier: Notifier | None = None) -> int:
     """Build the actor tree for ``settings`` and run it until a signal drains it; returns the exit code."""
+    refused = refusal(settings)
+    if refused is not None:
+        print(f"tally: {refused}", file=sys.stderr)
+        return 2
+    warn_about(settings)
     notifier = notifier or Notifier.from_environ()
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     readiness = Readiness()
@@ -62,11 +70,12 @@ async def run_daemon(settings: Settings, *, notifier: Notifier | None = None) ->
                 supervisor.stop()
 
     log.info(
-        "tally starting store=%s http=%s:%d state_dir=%s",
+        "tally starting store=%s http=%s:%d state_dir=%s actors=%s",
         "postgresql" if settings.reporting_db_url else "sqlite",
         settings.reporting_http_addr,
         settings.reporting_http_port,
         settings.state_dir,
+        ",".join(child.name for child in supervisor.statistics().children),
     )
     async with anyio.create_task_group() as tg:
         tg.start_soon(on_signals)

@@ -1,34 +1,100 @@
 """The actor tree: which actors ``tally run`` starts for the settings, in start order.
 
-This is the one place where capabilities are composed. To add an actor, append its ``ChildSpec``
-(``Actor(...).child()`` for a mailbox actor, or ``ChildSpec(name, run)`` for a service) to the list
-*before* the HTTP front end, conditioned on the settings that enable it, and register its readiness
-check with ``readiness.register(name, check)`` if ``/readyz`` should wait for it. Children start in
-list order (each once the previous said it is ready) and stop in reverse, so something many actors
-share (the store) goes first as a ``tally.actors.Resource`` and the actors after it read
-``resource.value``.
+This is the one place where capabilities are composed. Children start in list order (each once the
+previous said it is ready) and stop in reverse:
+
+1. ``store`` (a ``tally.actors.Resource``, see ``_backbone``): the store, migrated at start when
+   ``TALLY_REPORTING_MIGRATE_ON_START``, and the ingest pipeline and sync service built over it. Open
+   whenever something below needs it: the Reporting API, the collector's in-process sink, or a clouds
+   config.
+2. ``current-resources``: refreshes the ``tally_current_resources`` gauge from the store every
+   ``TALLY_REPORTING_METRICS_REFRESH_S`` (with the store and metrics on).
+3. ``http``: the Reporting API with ``/healthz``, ``/readyz`` and ``/metrics`` on the same port; only
+   the health endpoints when ``TALLY_REPORTING_ENABLED=false``.
+4. ``collector`` when ``TALLY_OSC_AMQP_URL`` is set (``_collector``).
+5. ``sync-scheduler:<cloud>``, one per cloud of ``TALLY_REPORTING_CLOUDS_CONFIG``; told-instant mode
+   when ``TALLY_REPORTING_SYNC_CLOCK_URL`` is set.
+
+Readiness checks are registered by whoever owns the dependency: ``store``, ``schema`` and ``clouds``
+by the backbone, ``collector`` by the collector, ``actors`` by ``run_daemon``.
 """
 
 from __future__ import annotations
 
+import anyio
 from quart import Quart
 
-from tally.actors import ChildSpec
-from tally.config import Settings
-from tally.http import Readiness, health_blueprint
+from tally.actors import ActorContext, ChildSpec, Resource
+from tally.config import Settings, load_clouds_config
+from tally.http import Readiness
+from tally.ingest import IngestPipeline, keep_current_resources_fresh
 
-from ._frontend import http_front_end
+from ._backbone import Backbone, backbone_resource
+from ._collector import collector_child
+from ._frontend import health_app, http_front_end, reporting_app
+
+
+def needs_store(settings: Settings) -> bool:
+    """True when an actor of the tree reads or writes the store."""
+    in_process_sink = settings.osc_amqp_url is not None and not settings.osc_reporting_url
+    return settings.reporting_enabled or in_process_sink or settings.reporting_clouds_config is not None
 
 
 def build_tree(settings: Settings, readiness: Readiness) -> list[ChildSpec]:
     """The supervisor's children for ``settings``, in start order."""
-    app = Quart("tally")
-    app.register_blueprint(health_blueprint(readiness, metrics_enabled=settings.metrics_enabled))
-    return [
+    children: list[ChildSpec] = []
+    backbone: Resource[Backbone] | None = None
+    if needs_store(settings):
+        backbone = backbone_resource(settings, readiness)
+        children.append(backbone.child())
+        if settings.metrics_enabled:
+            children.append(_current_resources(settings, backbone))
+
+    def make_app() -> Quart:
+        if backbone is not None and settings.reporting_enabled:
+            return reporting_app(settings, readiness, backbone.value)
+        return health_app(settings, readiness)
+
+    children.append(
         http_front_end(
-            app,
+            make_app,
             settings.reporting_http_addr,
             settings.reporting_http_port,
             graceful_timeout_s=min(5.0, settings.shutdown_grace_s),
-        ),
-    ]
+        )
+    )
+    if settings.osc_amqp_url is not None:
+
+        def pipeline() -> IngestPipeline:
+            assert backbone is not None  # needs_store holds for an in-process sink
+            return backbone.value.pipeline
+
+        children.append(collector_child(settings, readiness, pipeline))
+    if backbone is not None and settings.reporting_clouds_config is not None:
+        clouds = sorted(e.cloud for e in load_clouds_config(settings.reporting_clouds_config))
+        children.extend(_scheduler(settings, backbone, cloud) for cloud in clouds)
+    return children
+
+
+def _current_resources(settings: Settings, backbone: Resource[Backbone]) -> ChildSpec:
+    async def run(ctx: ActorContext) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(
+                keep_current_resources_fresh, backbone.value.store, settings.reporting_metrics_refresh_s
+            )
+            ctx.started()
+            await ctx.wait_stopping()
+            tg.cancel_scope.cancel()
+
+    return ChildSpec("current-resources", run)
+
+
+def _scheduler(settings: Settings, backbone: Resource[Backbone], cloud: str) -> ChildSpec:
+    from tally.reconcile import run_cloud_scheduler
+
+    async def run(ctx: ActorContext) -> None:
+        service = backbone.value.sync
+        assert service is not None  # built whenever a clouds config is set
+        await run_cloud_scheduler(service, cloud, ctx, clock_url=settings.reporting_sync_clock_url)
+
+    return ChildSpec(f"sync-scheduler:{cloud}", run)

@@ -18,8 +18,6 @@ from typing import Any, Final
 
 import orjson
 
-from tally.core import format_instant
-
 from .world import Resource, Segment, World
 
 #: Exchange each service publishes on (cinder uses oslo's default ``openstack``).
@@ -115,7 +113,7 @@ class Notification:
     published_at: datetime = field(default=datetime.min)
     message_id: str = ""
     shape: str = ""
-    world: World | None = None
+    world: World | None = field(default=None, repr=False)
 
     @property
     def exchange(self) -> str:
@@ -381,12 +379,3 @@ class Notification:
 def _uuid_like(source: str, salt: str) -> str:
     h = hashlib.sha256(f"{salt}/{source}".encode()).hexdigest()
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:32]}"
-
-
-def publish_order(notifications: list[Notification]) -> list[Notification]:
-    """Sorted by publication instant, ties kept in the order the generator made them."""
-    return sorted(notifications, key=lambda n: (n.published_at, n.seq))
-
-
-def format_published(n: Notification) -> str:
-    return format_instant(n.published_at)

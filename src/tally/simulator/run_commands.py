@@ -4,7 +4,8 @@
 ``register_simulator`` adds ``run``, ``replay`` and ``compare`` under ``tally simulator`` (listed in
 that group's ``SUBCOMMAND_MODULES``). Bad input (a period that has not ended, an unknown fault, a
 forbidden pair, an oracle of another format, a broken notifications line) is one line on stderr
-and exit 2, with nothing half-written.
+and exit 2, with nothing half-written. Each handler imports the pieces it runs (the pipeline, aio-pika,
+the OTLP exporter), so building the ``tally`` parser stays cheap.
 """
 
 from __future__ import annotations
@@ -25,17 +26,10 @@ from tally.config import Settings
 
 from .clock import ClockError, PublishProgress, VirtualClock
 from .compare import Comparison, compare
-from .fakecloud import create_fake_cloud_app, serve_fake_cloud
 from .faults import FAULTS, FaultError, parse_faults
 from .files import NotificationFileError, write_month
 from .generator import GeneratorError, Month, generate_month
 from .oracle import OracleError, read_oracle
-from .publisher import AmqpSink, Publisher, PublishError, add_release_route, check_broker, redact
-from .register import RegisterError, register_projects
-from .replay import read_lines, replay
-from .report import render_report, write_report
-from .simulate import SimulateOptions, simulate
-from .stored import StoredReadError, lifecycles_from_api, lifecycles_from_store_url
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +193,9 @@ def print_differences(comparison: Comparison, console: Console, *, limit: int = 
 
 
 async def simulate_command(args: argparse.Namespace) -> int:
+    from .publisher import PublishError, check_broker
+    from .report import render_report, write_report
+    from .simulate import SimulateOptions, simulate
     from .summary import ProgressView, differences_table, summary_rows, summary_table
 
     settings = Settings()
@@ -250,6 +247,9 @@ async def simulate_command(args: argparse.Namespace) -> int:
 
 
 async def run_command(args: argparse.Namespace) -> int:
+    from .publisher import PublishError, check_broker
+    from .register import RegisterError, register_projects
+
     settings = Settings()
     amqp = settings.sim_amqp_url.get_secret_value() if settings.sim_amqp_url else None
     try:
@@ -286,7 +286,9 @@ async def run_command(args: argparse.Namespace) -> int:
 
 
 async def _publish_month(month: Month, amqp: str, args: argparse.Namespace, settings: Settings) -> int:
+    from .fakecloud import create_fake_cloud_app, serve_fake_cloud
     from .otlp import OtlpPush
+    from .publisher import AmqpSink, Publisher, PublishError, add_release_route, redact
 
     clock = VirtualClock(month.period_from, 0.0)
     progress = PublishProgress()
@@ -349,6 +351,9 @@ async def _wait_for_queue(url: str, queue: str, limit: timedelta) -> None:
 
 
 async def replay_command(args: argparse.Namespace) -> int:
+    from .publisher import AmqpSink, PublishError, check_broker, redact
+    from .replay import read_lines, replay
+
     settings = Settings()
     try:
         if args.factor < 0:
@@ -370,6 +375,8 @@ async def replay_command(args: argparse.Namespace) -> int:
 
 
 async def compare_command(args: argparse.Namespace) -> int:
+    from .stored import StoredReadError, lifecycles_from_api, lifecycles_from_store_url
+
     settings = Settings()
     console = _console()
     try:

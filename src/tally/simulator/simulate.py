@@ -36,8 +36,7 @@ from tally.config import Settings, load_clouds_config
 from tally.core import Interval
 from tally.ingest import IngestPipeline
 from tally.outbox import IngestSink
-from tally.reconcile._run import RunSettings
-from tally.reconcile._service import SyncService
+from tally.reconcile import RunSettings, SyncService
 from tally.store import open_store
 
 from ._metrics import SYNCS
@@ -175,6 +174,15 @@ def write_cloud_files(directory: Path, base_url: str, cloud: str) -> tuple[Path,
     return clouds_yaml, config
 
 
+def _flush_interval(options: SimulateOptions) -> float:
+    """The sender's flush interval: 5 s (the default), but at most a tenth of a sync interval in wall
+    time when paced, so the outbox lag in virtual time stays well inside the tolerance."""
+    if options.factor == 0:
+        return 5.0
+    wall_interval = options.sync_interval.total_seconds() / options.factor
+    return min(5.0, max(0.05, wall_interval / 10))
+
+
 @contextlib.contextmanager
 def _client_config(path: Path) -> Iterator[None]:
     # The adapter resolves clouds.yaml from the environment, as the openstack client does.
@@ -274,7 +282,7 @@ async def simulate(
             osc_cloud=month.cloud,
             osc_exchanges=COLLECTOR_EXCHANGES,
             osc_queue_name=options.queue_name,
-            osc_flush_interval_s=5.0,
+            osc_flush_interval_s=_flush_interval(options),
         )
         async with open_store(store_url) as store:
             await store.migrate_up()

@@ -136,18 +136,16 @@ def _describe(url: str) -> str:
 
 
 def _text_array(values: Sequence[str | None]) -> str:
-    """A PostgreSQL array literal of texts (NULL for None)."""
-    if None not in values:
-        body = '","'.join(values)  # type: ignore[arg-type]
-        if '"' not in body and "\\" not in body:
-            return '{"' + body + '"}' if values else "{}"
-    return (
-        "{"
-        + ",".join(
-            "NULL" if v is None else '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values
-        )
-        + "}"
-    )
+    """A PostgreSQL array literal of texts (NULL for None). A text can hold no NUL (events refuse it and
+    PostgreSQL cannot store it), so NUL separates the elements while the escaping runs once over all."""
+    if not values:
+        return "{}"
+    if None in values:
+        return "{" + ",".join("NULL" if v is None else _text_array([v])[1:-1] for v in values) + "}"
+    body = "\x00".join(values)  # type: ignore[arg-type]
+    if '"' in body or "\\" in body:
+        body = body.replace("\\", "\\\\").replace('"', '\\"')
+    return '{"' + body.replace("\x00", '","') + '"}'
 
 
 def _json_array(values: Sequence[Any]) -> str:

@@ -73,7 +73,7 @@ def test_the_oracle_agrees_with_the_collector_mapping(july: Month) -> None:
     [
         (lambda d: d.update(format=2), "format 2 is not 3"),
         (lambda d: d.update(extra=1), "unknown member 'extra' in the document"),
-        (lambda d: d["resources"][0].update(colour="red"), "unknown member 'colour' in resources[0]"),
+        (lambda d: d["resources"][0].update(colour="red"), r"unknown member 'colour' in resources\[0\]"),
         (
             lambda d: d["resources"][0]["intervals"][0].update(x=1),
             r"unknown member 'x' in resources\[0\].intervals\[0\]",

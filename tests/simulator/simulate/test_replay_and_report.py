@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -104,3 +105,52 @@ def test_report_draws_every_differing_resource_oracle_against_stored(tmp_path: P
     assert victim.resource_id in text and text.count("<svg") == len(comparison.resources) >= 1
     assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "<script" not in text
+
+
+def test_simulator_run_publishes_the_month_to_rabbitmq(
+    amqp_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    month = generate_month(1, "2026-07", scale=0.3, days=1)
+    on_neutron = [n for n in month.notifications if n.exchange == "neutron"]
+    monkeypatch.setenv("TALLY_SIM_AMQP_URL", amqp_url)
+    monkeypatch.setenv("TALLY_SIM_HTTP_PORT", "0")
+    queue_name = f"tally-test-run-{uuid.uuid4().hex[:8]}"
+    printed: list[str] = []
+
+    async def run() -> list[str]:
+        connection = await aio_pika.connect(amqp_url)
+        try:
+            channel = await connection.channel()
+            await channel.declare_exchange("neutron", aio_pika.ExchangeType.TOPIC, durable=False)
+            queue = await channel.declare_queue(queue_name, auto_delete=True)
+            await queue.bind("neutron", routing_key="notifications.info")
+            argv = [
+                "simulator",
+                "run",
+                "--period",
+                "2026-07",
+                "--scale",
+                "0.3",
+                "--days",
+                "1",
+                "--factor",
+                "0",
+            ]
+            # A process of its own: the run installs signal handlers, which only a main thread can.
+            done = await anyio.run_process([sys.executable, "-m", "tally.daemon.cli", *argv], check=False)
+            assert done.returncode == 0, done.stderr.decode()[-2000:]
+            printed.append(done.stdout.decode())
+            ids: list[str] = []
+            with anyio.fail_after(15):
+                while len(ids) < len(on_neutron):
+                    message = await queue.get(no_ack=True, fail=False)
+                    if message is None:
+                        await anyio.sleep(0.05)
+                        continue
+                    ids.append(orjson.loads(orjson.loads(message.body)["oslo.message"])["message_id"])
+            return ids
+        finally:
+            await connection.close()
+
+    assert anyio.run(run) == [n.message_id for n in on_neutron]
+    assert f"published {len(month.notifications)} of {len(month.notifications)}" in printed[0]

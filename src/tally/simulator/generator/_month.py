@@ -10,12 +10,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ..faults import apply_faults, parse_faults
-from ..notifications import Notification, tally_type
-from ..oracle import Count, Oracle, Traffic, build_oracle
-from ..world import Flavor, VolumeType, World, WorldBuilder
-from . import _workloads as wl
-from ._recorder import Recorder, Tenant
 from .._streams import (
     DAY,
     HOUR,
@@ -29,6 +23,12 @@ from .._streams import (
     parse_period,
     stream,
 )
+from ..faults import apply_faults, parse_faults
+from ..notifications import Notification, tally_type
+from ..oracle import Count, Oracle, Traffic, build_oracle
+from ..world import Flavor, VolumeType, World, WorldBuilder
+from . import _workloads as wl
+from ._recorder import Recorder, Tenant
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class TenantInfo:
     gardener_project: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Month:
     """A generated month. ``notifications`` is what the bus gets, in publication order;
     ``held_back`` what the held-back fault withholds until a release."""
@@ -85,6 +85,13 @@ class Month:
     oracle: Oracle
     tenants: tuple[TenantInfo, ...]
     workloads: dict[str, str]
+
+    def __repr__(self) -> str:
+        return (
+            f"Month(seed={self.seed}, period={self.period!r}, cloud={self.cloud!r}, scale={self.scale}, "
+            f"faults={sorted(self.faults)}, notifications={len(self.notifications)}, "
+            f"held_back={len(self.held_back)}, resources={len(self.world.resources)})"
+        )
 
     @property
     def period_from(self) -> datetime:

@@ -12,9 +12,9 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from .._streams import draw_uuid, jitter
 from ..notifications import BILLABLE_TYPES, Notification
 from ..world import Draft, Flavor, Project, VolumeType, WorldBuilder
-from .._streams import draw_uuid, jitter
 
 SECOND = timedelta(seconds=1)
 

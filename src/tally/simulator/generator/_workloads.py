@@ -12,8 +12,8 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ._recorder import Handle, Recorder, Tenant
 from .._streams import DAY, HOUR, AddressPool, TimeProfile, is_working_day, jitter
+from ._recorder import Handle, Recorder, Tenant
 
 MINUTE = timedelta(minutes=1)
 GIB = 2**30

@@ -1,0 +1,117 @@
+"""The backbone: the store and what every actor after it shares (the ingest pipeline, the sync service).
+
+It is one ``tally.actors.Resource`` named ``store``, first in the tree: it opens the store, applies
+pending migrations when ``TALLY_REPORTING_MIGRATE_ON_START`` is on, and builds the one
+``IngestPipeline`` that the Reporting API, the collector's in-process sink and the reconciliation all
+write through, and the ``SyncService`` of the configured clouds. Building them here, once the store is
+open, keeps one instance of each for the life of the store.
+
+Its readiness checks: ``store`` (the database answers) and ``schema`` (not behind this build's
+migrations; with migrations off, ``/readyz`` stays 503 until an operator runs ``tally migrate up``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tally.actors import Resource
+from tally.config import Settings
+from tally.http import CheckResult, Readiness
+from tally.ingest import IngestPipeline
+from tally.store import Store, open_store
+
+if TYPE_CHECKING:
+    from tally.reconcile import SyncService
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Backbone:
+    """Invariant: ``pipeline`` and ``sync`` write to ``store``. ``sync`` None = no clouds config."""
+
+    store: Store
+    pipeline: IngestPipeline
+    sync: SyncService | None
+
+
+def _dialect(settings: Settings) -> str:
+    return "postgresql" if settings.reporting_db_url is not None else "sqlite"
+
+
+@asynccontextmanager
+async def open_backbone(settings: Settings) -> AsyncIterator[Backbone]:
+    """Open the store (migrated when configured) and build the shared pipeline and sync service."""
+    async with open_store(settings.store_url, max_conns=settings.reporting_db_max_conns) as store:
+        if settings.reporting_migrate_on_start:
+            applied = await store.migrate_up()
+            status = await store.schema_status()
+            log.info(
+                "store open dialect=%s schema_version=%d migrations_applied=%d",
+                _dialect(settings),
+                status.current,
+                len(applied),
+            )
+        else:
+            status = await store.schema_status()
+            log.log(
+                logging.WARNING if status.behind else logging.INFO,
+                "store open dialect=%s schema_version=%d latest=%d migrate_on_start=false",
+                _dialect(settings),
+                status.current,
+                status.latest,
+            )
+        pipeline = IngestPipeline(store, require_size_schema=settings.ingest_require_size_schema)
+        sync: SyncService | None = None
+        if settings.reporting_clouds_config is not None:
+            from tally.reconcile import SyncService
+
+            sync = SyncService.from_settings(settings, store=store, pipeline=pipeline)
+        yield Backbone(store, pipeline, sync)
+
+
+def backbone_resource(settings: Settings, readiness: Readiness) -> Resource[Backbone]:
+    """The ``store`` child, with its ``store`` and ``schema`` readiness checks registered."""
+    backbone: Resource[Backbone] = Resource("store", lambda: open_backbone(settings))
+    dialect = _dialect(settings)
+
+    async def store_answers() -> CheckResult:
+        try:
+            store = backbone.value.store
+        except RuntimeError:
+            return CheckResult(False, "the store is not open")
+        await store.schema_status()  # a round trip: raises when the database does not answer
+        return CheckResult(True, f"{dialect} answers")
+
+    async def schema_current() -> CheckResult:
+        try:
+            store = backbone.value.store
+        except RuntimeError:
+            return CheckResult(False, "the store is not open")
+        status = await store.schema_status()
+        if status.behind:
+            return CheckResult(
+                False,
+                f"schema at version {status.current}, this build needs {status.latest}: "
+                "run `tally migrate up` (TALLY_REPORTING_MIGRATE_ON_START is off)",
+            )
+        return CheckResult(True, f"schema at version {status.current}")
+
+    async def clouds_config() -> CheckResult:
+        try:
+            sync = backbone.value.sync
+        except RuntimeError:
+            return CheckResult(False, "the store is not open")
+        if sync is None:
+            return CheckResult(True, "no clouds config")
+        return await sync.readiness_check()
+
+    readiness.register("store", store_answers)
+    readiness.register("schema", schema_current)
+    if settings.reporting_clouds_config is not None:
+        readiness.register("clouds", clouds_config)
+    return backbone

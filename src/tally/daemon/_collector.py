@@ -1,0 +1,88 @@
+"""The collector actor of ``tally run``: oslo notifications from RabbitMQ into this daemon's record.
+
+Present when ``TALLY_OSC_AMQP_URL`` is set. Its sink is this daemon's own ingest pipeline (the same
+one the Reporting API writes through) unless ``TALLY_OSC_REPORTING_URL`` names a Reporting API to
+post to. On stop it takes no more deliveries (unacked ones go back to the queue) and gives its sender
+what is left of the grace to deliver what the outbox committed; what is still there waits in the
+outbox for the next start.
+
+Its readiness check ``collector`` is the collector's own health: unhealthy once rows waited
+``TALLY_OSC_UNHEALTHY_THRESHOLD_S`` without an accepted batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import TYPE_CHECKING
+
+import anyio
+
+from tally.actors import ActorContext, ChildSpec
+from tally.config import Settings
+from tally.http import CheckResult, Readiness
+from tally.ingest import IngestPipeline
+
+if TYPE_CHECKING:
+    from tally.collector import Collector
+    from tally.outbox import EventSink
+
+
+def http_sink_problem(settings: Settings) -> str | None:
+    """Why the HTTP sink the settings name cannot be used, or None; checked before anything starts."""
+    if not settings.osc_reporting_url:
+        return None
+    from tally.outbox import HttpSink, SinkConfigError
+
+    try:
+        HttpSink(settings.osc_reporting_url, None, insecure=settings.osc_reporting_insecure)
+    except SinkConfigError as exc:
+        return str(exc)
+    return None
+
+
+@asynccontextmanager
+async def _open_sink(settings: Settings, pipeline: Callable[[], IngestPipeline]) -> AsyncIterator[EventSink]:
+    from tally.outbox import HttpSink, IngestSink
+
+    if not settings.osc_reporting_url:
+        yield IngestSink(pipeline())
+        return
+    token = settings.osc_token.get_secret_value() if settings.osc_token is not None else None
+    sink = HttpSink(settings.osc_reporting_url, token, insecure=settings.osc_reporting_insecure)
+    try:
+        yield sink
+    finally:
+        await sink.aclose()
+
+
+def collector_child(
+    settings: Settings, readiness: Readiness, pipeline: Callable[[], IngestPipeline]
+) -> ChildSpec:
+    """The ``collector`` child; ``pipeline`` gives the in-process sink's pipeline once the store is open."""
+    from tally.collector import serve_collector
+
+    running: list[Collector] = []
+
+    async def run(ctx: ActorContext) -> None:
+        async with _open_sink(settings, pipeline) as sink, anyio.create_task_group() as tg:
+            collector: Collector = await tg.start(partial(serve_collector, settings, sink=sink))
+            running[:] = [collector]
+            try:
+                ctx.started()
+                await ctx.wait_stopping()
+                await collector.stop(settings.shutdown_grace_s)
+            finally:
+                running.clear()
+                tg.cancel_scope.cancel()
+
+    async def healthy() -> CheckResult:
+        if not running:
+            return CheckResult(False, "the collector is not running")
+        health = running[0].health()
+        detail = health.detail or f"outbox_depth={health.depth}"
+        return CheckResult(health.healthy, detail)
+
+    readiness.register("collector", healthy)
+    return ChildSpec("collector", run)

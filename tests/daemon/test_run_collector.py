@@ -1,0 +1,116 @@
+"""``tally run`` with TALLY_OSC_AMQP_URL: the collector, on the machine's RabbitMQ, books into the store.
+
+The exchange is a topic exchange of a unique name, declared by the test as an OpenStack service
+declares it; the notification goes on the wire as oslo.messaging puts it there (a v2 envelope).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+
+import aio_pika
+import anyio
+import httpx
+import pytest
+from daemon_support import daemon_env, free_port, running_daemon, secret, wait_until_ready
+
+pytestmark = pytest.mark.rabbitmq
+
+INSTANCE_ID = "178b0921-0000-4000-8000-00000000c011"
+
+
+def notification() -> bytes:
+    inner = {
+        "message_id": str(uuid.uuid4()),
+        "publisher_id": "compute.cmp-01",
+        "event_type": "compute.instance.create.end",
+        "priority": "INFO",
+        "payload": {
+            "instance_id": INSTANCE_ID,
+            "tenant_id": "6f70aa",
+            "instance_type": "m1.large",
+            "memory_mb": 8192,
+            "vcpus": 4,
+            "root_gb": 80,
+            "disk_gb": 80,
+            "state": "active",
+            "created_at": "2026-03-01 09:59:40+00:00",
+            "launched_at": "2026-03-01T10:00:00.000000",
+        },
+        "timestamp": "2026-03-01 10:00:00.123456",
+        "_context_project_id": "ctxproj",
+        "_unique_id": uuid.uuid4().hex,
+    }
+    return json.dumps({"oslo.version": "2.0", "oslo.message": json.dumps(inner)}).encode()
+
+
+async def declare(url: str, exchange: str) -> None:
+    connection = await aio_pika.connect(url)
+    async with connection:
+        channel = await connection.channel()
+        await channel.declare_exchange(exchange, aio_pika.ExchangeType.TOPIC, durable=False)
+
+
+async def publish(url: str, exchange: str, body: bytes) -> None:
+    connection = await aio_pika.connect(url)
+    async with connection:
+        channel = await connection.channel()
+        target = await channel.get_exchange(exchange, ensure=False)
+        message = aio_pika.Message(
+            body,
+            content_type="application/json",
+            content_encoding="utf-8",
+            delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT,
+        )
+        await target.publish(message, routing_key="notifications.info")
+
+
+async def clean_up(url: str, exchange: str, queue: str) -> None:
+    connection = await aio_pika.connect(url)
+    async with connection:
+        channel = await connection.channel()
+        await channel.queue_delete(queue)
+        await channel.exchange_delete(exchange)
+
+
+def test_a_notification_on_rabbitmq_appears_through_the_api(tmp_path: Path, amqp_url: str) -> None:
+    unique = uuid.uuid4().hex[:10]
+    exchange, queue = f"tally-test-nova-{unique}", f"tally-test-run-{unique}"
+    anyio.run(declare, amqp_url, exchange, backend="asyncio")
+    env = daemon_env(
+        tmp_path / "state",
+        free_port(),
+        TALLY_OSC_AMQP_URL=amqp_url,
+        TALLY_OSC_EXCHANGES=exchange,
+        TALLY_OSC_QUEUE_NAME=queue,
+        TALLY_OSC_CLOUD="os-dev",
+        TALLY_OSC_FLUSH_INTERVAL_S="0.2",
+    )
+    try:
+        with running_daemon(env) as daemon:
+            checks = wait_until_ready(daemon.base_url)
+            assert checks["collector"]["ok"] is True, checks
+            admin = secret(env, "token", "create", "--role", "admin")
+            anyio.run(publish, amqp_url, exchange, notification(), backend="asyncio")
+            deadline = time.monotonic() + 20
+            items: list[dict[str, object]] = []
+            while not items:
+                answer = httpx.get(
+                    f"{daemon.base_url}/api/v1/resources", headers={"Authorization": f"Bearer {admin}"}
+                )
+                items = answer.json()["items"]
+                assert time.monotonic() < deadline, "the notification never reached the store"
+                time.sleep(0.1)
+            [row] = items
+            assert (row["resource_id"], row["cloud"], row["state"]) == (INSTANCE_ID, "os-dev", "active")
+            assert row["size"] == {"vcpus": 4, "ram_gb": 8, "disk_gb": 80, "flavor": "m1.large"}
+            assert daemon.stop() == 0, daemon.log
+        assert "actors=store,current-resources,http,collector" in daemon.log
+        # Stopped in reverse: the collector before the HTTP front end, the store last.
+        stopped = [line.rsplit("actor=", 1)[1] for line in daemon.log.splitlines() if "actor stopped" in line]
+        assert stopped == ["collector", "http", "current-resources", "store"]
+    finally:
+        anyio.run(clean_up, amqp_url, exchange, queue, backend="asyncio")
