@@ -15,9 +15,7 @@ import aio_pika
 import anyio
 import httpx
 import pytest
-from daemon_support import daemon_env, free_port, running_daemon, secret, wait_until_ready
-
-pytestmark = pytest.mark.rabbitmq
+from daemon_support import daemon_env, free_port, running_daemon, secret, tally, wait_until_ready
 
 INSTANCE_ID = "178b0921-0000-4000-8000-00000000c011"
 
@@ -76,6 +74,7 @@ async def clean_up(url: str, exchange: str, queue: str) -> None:
         await channel.exchange_delete(exchange)
 
 
+@pytest.mark.rabbitmq
 def test_a_notification_on_rabbitmq_appears_through_the_api(tmp_path: Path, amqp_url: str) -> None:
     unique = uuid.uuid4().hex[:10]
     exchange, queue = f"tally-test-nova-{unique}", f"tally-test-run-{unique}"
@@ -114,3 +113,16 @@ def test_a_notification_on_rabbitmq_appears_through_the_api(tmp_path: Path, amqp
         assert stopped == ["collector", "http", "current-resources", "store"]
     finally:
         anyio.run(clean_up, amqp_url, exchange, queue, backend="asyncio")
+
+
+def test_an_unreachable_broker_makes_the_daemon_exit_non_zero(tmp_path: Path) -> None:
+    env = daemon_env(tmp_path / "state", free_port(), TALLY_OSC_AMQP_URL="amqp://guest:sekrit@127.0.0.1:1/")
+    done = tally(env, "run")
+    assert done.returncode == 1
+    crashes = [line for line in done.stderr.splitlines() if "actor crashed actor=collector" in line]
+    assert (
+        crashes
+        and 'error=CollectorError("cannot connect to the AMQP broker at amqp://guest:***@' in crashes[0]
+    )
+    assert "sekrit" not in done.stderr
+    assert "supervisor giving up supervisor=root actor=collector" in done.stderr

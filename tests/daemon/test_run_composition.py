@@ -11,9 +11,11 @@ test_run_reconcile.py.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
+import pytest
 from daemon_support import daemon_env, free_port, running_daemon, secret, tally, wait_until_ready
 
 INTERNAL = "internal-secret-for-tests"
@@ -35,7 +37,9 @@ def instance_event(resource_id: str = "vm-1") -> dict[str, object]:
 
 def test_embedded_defaults_host_the_reporting_api_over_the_sqlite_store(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = daemon_env(state, free_port(), TALLY_REPORTING_INTERNAL_TOKEN=INTERNAL)
+    env = daemon_env(
+        state, free_port(), TALLY_REPORTING_INTERNAL_TOKEN=INTERNAL, TALLY_REPORTING_METRICS_REFRESH_S="1"
+    )
     with running_daemon(env) as daemon:
         checks = wait_until_ready(daemon.base_url)
         assert checks["store"] == {"ok": True, "detail": "sqlite answers"}
@@ -58,7 +62,15 @@ def test_embedded_defaults_host_the_reporting_api_over_the_sqlite_store(tmp_path
             # No clouds config: every cloud is unknown.
             unknown = client.post("/internal/sync/os-dev", headers={"Authorization": f"Bearer {INTERNAL}"})
             assert unknown.status_code == 404
-            metrics = client.get("/metrics").text
+            # The current-resources actor refreshes the gauge from the store every second here.
+            gauge = (
+                'tally_current_resources{cloud="os-dev",platform="openstack",resource_type="instance",'
+                'state="active"} 1.0'
+            )
+            deadline = time.monotonic() + 10
+            while gauge not in (metrics := client.get("/metrics").text):
+                assert time.monotonic() < deadline, "the current resources gauge was never refreshed"
+                time.sleep(0.2)
         assert (
             'tally_events_ingested_total{cloud="os-dev",event_type="compute.instance.create.end",'
             'platform="openstack",resource_type="instance",source="collector"} 1.0'
@@ -67,12 +79,23 @@ def test_embedded_defaults_host_the_reporting_api_over_the_sqlite_store(tmp_path
         assert daemon.stop() == 0, daemon.log
     assert "actors=store,current-resources,http" in daemon.log
     assert "no internal token" not in daemon.log
-    # The store outlives the process: a second start reads what the first one booked.
-    with running_daemon(env) as again:
-        wait_until_ready(again.base_url)
-        listed = httpx.get(f"{again.base_url}/api/v1/resources", headers={"Authorization": f"Bearer {admin}"})
-        assert [r["resource_id"] for r in listed.json()["items"]] == ["vm-1"]
-        assert again.stop() == 0, again.log
+
+
+@pytest.mark.postgres
+def test_the_store_is_postgresql_when_a_db_url_is_set(tmp_path: Path, pg_url: str) -> None:
+    state = tmp_path / "state"
+    env = daemon_env(state, free_port(), TALLY_REPORTING_DB_URL=pg_url, TALLY_REPORTING_DB_MAX_CONNS="2")
+    with running_daemon(env) as daemon:
+        checks = wait_until_ready(daemon.base_url)
+        assert checks["store"] == {"ok": True, "detail": "postgresql answers"}
+        assert checks["schema"]["ok"] is True
+        admin = secret(env, "token", "create", "--role", "admin")
+        listed = httpx.get(
+            f"{daemon.base_url}/api/v1/resources", headers={"Authorization": f"Bearer {admin}"}
+        )
+        assert listed.status_code == 200 and listed.json()["items"] == []
+        assert daemon.stop() == 0, daemon.log
+    assert not (state / "tally.sqlite3").exists()
 
 
 def test_readyz_is_503_while_the_schema_is_behind_and_migrations_are_off(tmp_path: Path) -> None:

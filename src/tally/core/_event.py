@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from ._time import InstantError, format_instant, parse_instant
 
 EVENT_TYPE_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
@@ -34,6 +36,9 @@ MEMBERS = (
     "source",
     "payload",
 )
+_MEMBER_SET = frozenset(MEMBERS)
+_TEXT_MEMBERS = ("platform", "cloud", "resource_type", "resource_id", "project_id")
+_CATEGORY_CACHE_LIMIT = 4096
 
 
 class EventInvalid(ValueError):
@@ -52,14 +57,25 @@ class Category(enum.Enum):
     DELETE = "delete"  # ends the resource: terminal until an explicit create
 
 
+_categories: dict[str, Category] = {}
+
+
 def category_of(event_type: str) -> Category:
     """Any dot-separated part equal to ``create`` wins, then ``delete``, else update."""
+    # Remembered: a cloud has a few dozen event types and every fold asks for each event's category.
+    known = _categories.get(event_type)
+    if known is not None:
+        return known
     parts = event_type.split(".")
     if "create" in parts:
-        return Category.CREATE
-    if "delete" in parts:
-        return Category.DELETE
-    return Category.UPDATE
+        category = Category.CREATE
+    elif "delete" in parts:
+        category = Category.DELETE
+    else:
+        category = Category.UPDATE
+    if len(_categories) < _CATEGORY_CACHE_LIMIT:
+        _categories[event_type] = category
+    return category
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +121,8 @@ class Event:
     @property
     def size(self) -> Mapping[str, Any] | None:
         value = self.payload.get("size")
-        return value if isinstance(value, Mapping) else None
+        # The exact-type test first: the ABC check is slow and the fold asks this for every event.
+        return value if type(value) is dict or isinstance(value, Mapping) else None
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON object of this event, as the API answers and accepts it."""
@@ -137,10 +154,15 @@ class StoredEvent:
 
 
 def _contains_nul(value: Any) -> bool:
-    # Fast path (ingest is hot): repr() of plain JSON containers writes a NUL as the text \x00, so when
-    # that text is absent there is none; when present (or for other types) walk the value to be exact.
-    if type(value) is dict and "\\x00" not in repr(value):
-        return False
+    # Fast path (ingest is hot): JSON text writes a NUL, in a key or a value, as \u0000, so when that
+    # text is absent there is none; when present (a literal backslash-u0000 text also matches) or when
+    # the value is not plain JSON (orjson refuses it), walk the value to be exact.
+    if type(value) is dict:
+        try:
+            if b"\\u0000" not in orjson.dumps(value):
+                return False
+        except TypeError:
+            pass
     return _walk_for_nul(value)
 
 
@@ -178,17 +200,20 @@ def parse_event(raw: object, *, source: str | None = None) -> Event:
         raise EventInvalid("schema: an event must be a JSON object")
     if _contains_nul(raw):
         raise EventInvalid("schema: the event contains a NUL character")
-    unknown = sorted(set(raw) - set(MEMBERS))
-    if unknown:
+    if not _MEMBER_SET.issuperset(raw):
+        unknown = sorted(set(raw) - _MEMBER_SET)
         raise EventInvalid(f"schema: unknown member {unknown[0]}")
     event_id = _text(raw, "event_id", MAX_EVENT_ID)
     event_type = _text(raw, "event_type", MAX_EVENT_TYPE)
     if not EVENT_TYPE_PATTERN.match(event_type):
         raise EventInvalid(f"schema: event_type {event_type!r} does not match {EVENT_TYPE_PATTERN.pattern}")
-    texts = {
-        m: _text(raw, m, MAX_TEXT)
-        for m in ("platform", "cloud", "resource_type", "resource_id", "project_id")
-    }
+    texts: dict[str, str] = {}
+    for member in _TEXT_MEMBERS:
+        value = raw.get(member)
+        # The common case inline; anything else goes through _text, which names the problem.
+        texts[member] = (
+            value if type(value) is str and value and len(value) <= MAX_TEXT else _text(raw, member, MAX_TEXT)
+        )
     for member in ("platform", "cloud"):
         if texts[member] in RESERVED_PLATFORMS:
             raise EventInvalid(f"schema: {member} {texts[member]!r} is reserved for virtual projects")

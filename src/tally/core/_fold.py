@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from ._event import Category, ResourceKey, StoredEvent
+from ._event import Category, ResourceKey, StoredEvent, category_of
 
 HISTORY_STARTS_WITHOUT_CREATE = "history_starts_without_create"
 DELETED = "deleted"
@@ -77,50 +77,66 @@ def sorted_events(events: Iterable[StoredEvent]) -> list[StoredEvent]:
 
 def step(row: ResourceRow | None, stored: StoredEvent) -> ResourceRow:
     """Apply one event, already in fold order, to a projection row."""
+    # Rows are built field by field rather than with dataclasses.replace: this runs once per ingested
+    # event and replace() costs several times a plain construction.
     event = stored.event
-    category = event.category
-    bookkeeping: dict[str, Any] = {
-        "platform": event.platform,
-        "last_event_type": event.event_type,
-        "last_event_at": event.timestamp,
-        "last_payload": dict(event.payload),
-        "last_received_at": stored.received_at,
-        "last_event_id": event.event_id,
-    }
+    category = category_of(event.event_type)
+    at = event.timestamp
     if row is None:
         size = event.size if category is not Category.DELETE else None
         return ResourceRow(
             key=event.key,
+            platform=event.platform,
             project_id=event.project_id,
             state=DELETED if category is Category.DELETE else (event.state or ""),
             size=dict(size) if size is not None else {},
-            created_at=event.timestamp if category is Category.CREATE else None,
-            deleted_at=event.timestamp if category is Category.DELETE else None,
-            first_event_at=event.timestamp,
-            **bookkeeping,
+            created_at=at if category is Category.CREATE else None,
+            deleted_at=at if category is Category.DELETE else None,
+            last_event_type=event.event_type,
+            last_event_at=at,
+            last_payload=dict(event.payload),
+            first_event_at=at,
+            last_received_at=stored.received_at,
+            last_event_id=event.event_id,
         )
+    project_id = row.project_id
+    state = row.state
+    size_now = row.size
+    created_at = row.created_at
+    deleted_at = row.deleted_at
     if category is Category.CREATE:
-        return replace(
-            row,
-            project_id=event.project_id,
-            state=event.state or row.state,
-            size=dict(event.size) if event.size is not None else row.size,
-            created_at=row.created_at if row.created_at is not None else event.timestamp,
-            deleted_at=None,
-            **bookkeeping,
-        )
-    if category is Category.DELETE:
-        if row.deleted_at is not None:
-            return replace(row, **bookkeeping)
-        return replace(row, state=DELETED, deleted_at=event.timestamp, **bookkeeping)
-    if row.deleted_at is not None:
-        return replace(row, **bookkeeping)
-    return replace(
-        row,
-        project_id=event.project_id,
-        state=event.state if event.state is not None else row.state,
-        size=dict(event.size) if event.size is not None else row.size,
-        **bookkeeping,
+        new_size = event.size
+        project_id = event.project_id
+        state = event.state or state
+        size_now = dict(new_size) if new_size is not None else size_now
+        if created_at is None:
+            created_at = at
+        deleted_at = None
+    elif category is Category.DELETE:
+        if deleted_at is None:
+            state = DELETED
+            deleted_at = at
+    elif deleted_at is None:
+        new_state = event.state
+        new_size = event.size
+        project_id = event.project_id
+        if new_state is not None:
+            state = new_state
+        size_now = dict(new_size) if new_size is not None else size_now
+    return ResourceRow(
+        key=row.key,
+        platform=event.platform,
+        project_id=project_id,
+        state=state,
+        size=size_now,
+        created_at=created_at,
+        deleted_at=deleted_at,
+        last_event_type=event.event_type,
+        last_event_at=at,
+        last_payload=dict(event.payload),
+        first_event_at=row.first_event_at,
+        last_received_at=stored.received_at,
+        last_event_id=event.event_id,
     )
 
 

@@ -38,7 +38,10 @@ def parse_instant(text: str) -> datetime:
 
 def as_utc(value: datetime) -> datetime:
     """Return ``value`` in UTC; a naive value is taken to be UTC already."""
-    if value.tzinfo is None:
+    zone = value.tzinfo
+    if zone is UTC:
+        return value
+    if zone is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
 

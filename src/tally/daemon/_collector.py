@@ -66,16 +66,22 @@ def collector_child(
     running: list[Collector] = []
 
     async def run(ctx: ActorContext) -> None:
-        async with _open_sink(settings, pipeline) as sink, anyio.create_task_group() as tg:
-            collector: Collector = await tg.start(partial(serve_collector, settings, sink=sink))
-            running[:] = [collector]
-            try:
-                ctx.started()
-                await ctx.wait_stopping()
-                await collector.stop(settings.shutdown_grace_s)
-            finally:
-                running.clear()
-                tg.cancel_scope.cancel()
+        try:
+            async with _open_sink(settings, pipeline) as sink, anyio.create_task_group() as tg:
+                collector: Collector = await tg.start(partial(serve_collector, settings, sink=sink))
+                running[:] = [collector]
+                try:
+                    ctx.started()
+                    await ctx.wait_stopping()
+                    await collector.stop(settings.shutdown_grace_s)
+                finally:
+                    running.clear()
+                    tg.cancel_scope.cancel()
+        except ExceptionGroup as group:
+            # One failure (the broker refused, no exchange): the supervisor logs it, not the group.
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
 
     async def healthy() -> CheckResult:
         if not running:
