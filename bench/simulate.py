@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--sync-interval", type=float, default=60.0, help="virtual minutes")
     parser.add_argument("--faults", default=FAULTS)
+    parser.add_argument("--every-sync", action="store_true", help="no skipping of idle sync instants")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     options = SimulateOptions(
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         faults=parse_faults(args.faults),
         factor=0.0,
         sync_interval=timedelta(minutes=args.sync_interval),
+        skip_idle=not args.every_sync,
     )
     began = time.monotonic()
     result = anyio.run(simulate, options)
@@ -53,7 +55,11 @@ def main(argv: list[str] | None = None) -> int:
         ("faults", args.faults or "none"),
         ("notifications", f"{result.progress.published:,}"),
         ("events accepted", f"{collector.accepted if collector else 0:,}"),
-        ("syncs", f"{result.progress.syncs} every {args.sync_interval:g} min"),
+        (
+            "syncs",
+            f"{result.progress.syncs} every {args.sync_interval:g} min "
+            f"({result.progress.idle_skipped} idle instants skipped)",
+        ),
         ("resources exact / tolerated / off", f"{c.exact} / {c.tolerated} / {c.off}"),
         ("billed-seconds error", f"{c.seconds_off:+,.0f} s"),
         ("wall time", f"{wall:.1f} s"),

@@ -88,6 +88,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--allow-remote-broker", action="store_true", help="allow a broker not on loopback")
     p.add_argument("--queue-name", default="tally-simulate", help="the collector's queue on --amqp-url")
     p.add_argument(
+        "--every-sync",
+        action="store_true",
+        help="lockstep: sync at every interval, also where nothing changed since the last sync",
+    )
+    p.add_argument(
         "--state-dir", type=Path, default=None, help="keep the store and outbox here (default: temp)"
     )
     p.add_argument("--report", type=Path, default=None, metavar="FILE.html", help="write an HTML report")
@@ -222,6 +227,7 @@ async def simulate_command(args: argparse.Namespace) -> int:
         amqp_url=args.amqp_url,
         allow_remote_broker=args.allow_remote_broker,
         queue_name=args.queue_name,
+        skip_idle=not args.every_sync,
         state_dir=args.state_dir,
     )
     console = _console()

@@ -15,6 +15,7 @@ and syncs run every ``sync_interval`` of virtual time at the clock's instant, as
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import logging
 import os
@@ -68,6 +69,7 @@ class SimulateOptions:
     amqp_url: str | None = None
     allow_remote_broker: bool = False
     queue_name: str = "tally-simulate"
+    skip_idle: bool = True
     state_dir: Path | None = None
     now: datetime | None = None
 
@@ -106,6 +108,7 @@ class Progress:
     total: int = 0
     virtual_now: datetime | None = None
     syncs: int = 0
+    idle_skipped: int = 0
     failed_syncs: int = 0
     corrections: Counter[str] = field(default_factory=Counter)
     deferred: Counter[str] = field(default_factory=Counter)
@@ -352,7 +355,7 @@ async def simulate(
 
                     with _client_config(clouds_yaml):
                         if options.factor == 0:
-                            await _lockstep(month, publisher, drainer, sync, options.sync_interval)
+                            await _lockstep(month, publisher, drainer, sync, options, progress, tell)
                         else:
                             await _paced(month, publisher, drainer, clock, sync, options)
                         if publisher.progress.holding:
@@ -390,15 +393,45 @@ async def simulate(
 SyncAt = Callable[[datetime], Any]
 
 
+def change_instants(month: Month) -> list[datetime]:
+    """Every instant the world changes (a segment starts, a resource ends) or a billable
+    notification is published, sorted."""
+    found: set[datetime] = set()
+    for r in month.world.resources:
+        found.update(seg.start for seg in r.timeline)
+        if r.terminated_at is not None:
+            found.add(r.terminated_at)
+    found.update(n.published_at for n in month.notifications if n.billable)
+    return sorted(found)
+
+
 async def _lockstep(
-    month: Month, publisher: Publisher, drainer: Drainer, sync: SyncAt, interval: timedelta
+    month: Month,
+    publisher: Publisher,
+    drainer: Drainer,
+    sync: SyncAt,
+    options: SimulateOptions,
+    progress: Progress,
+    tell: Callable[[], None],
 ) -> None:
-    at = month.period_from + interval
+    # A sync at an instant where neither the world nor the bus changed since the last sync would
+    # observe what that one observed against the same store, and book nothing: it is skipped.
+    changes = change_instants(month)
+    last: datetime | None = None
+    at = month.period_from + options.sync_interval
     while at < month.period_to:
         await publisher.publish_until(at)
-        await drainer.drain(publisher)
-        await sync(at)
-        at += interval
+        idle = last is not None and bisect.bisect_right(changes, last) == bisect.bisect_right(changes, at)
+        if idle and options.skip_idle:
+            progress.idle_skipped += 1
+            progress.virtual_now = at
+            progress.published = publisher.progress.published
+            tell()
+        else:
+            await drainer.drain(publisher)
+            await sync(at)
+            last = at
+        at += options.sync_interval
     await publisher.publish_until(month.period_to)
 
 

@@ -100,8 +100,8 @@ def summary_rows(result: SimulateResult) -> list[tuple[str, str]]:
         ),
         (
             "syncs",
-            f"{p.syncs:,} (every {c.sync_interval.total_seconds() / 60:g} virtual min), "
-            f"{p.failed_syncs} not completed",
+            f"{p.syncs:,} (every {c.sync_interval.total_seconds() / 60:g} virtual min; "
+            f"{p.idle_skipped:,} skipped where nothing changed), {p.failed_syncs} not completed",
         ),
         (
             "corrections created / updated / deleted",

@@ -30,7 +30,17 @@ from tally.core import Event, ResourceKey, ResourceRow, StoredEvent, as_utc, utc
 
 from ._interface import AuditEntry, BatchOutcome, Bucket, DeadLetter, MigrationError, StoreError, SyncLockHeld
 from ._migrations import Migration
-from ._sql import ROW_COLUMNS, SqlStore, Tx, canonical_json, dedupe, key_order, loads_json
+from ._sql import (
+    FOLD_ROW_COLUMNS,
+    ROW_COLUMNS,
+    SqlStore,
+    Tx,
+    canonical_json,
+    dedupe,
+    key_order,
+    loads_json,
+    plan_fold,
+)
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +92,7 @@ ORDER BY h
 
 # One index probe per key (LATERAL): a hash join would scan the whole table, dead versions included.
 _LOAD_ROWS = f"""
-SELECT {", ".join(f"c.{col}" for col in ROW_COLUMNS)}
+SELECT {", ".join(col if col == "NULL" else f"c.{col}" for col in FOLD_ROW_COLUMNS)}
 FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(cloud, resource_type, resource_id)
 CROSS JOIN LATERAL (
     SELECT * FROM current_resources AS cr
@@ -262,6 +272,26 @@ class PostgresStore(SqlStore):
     def js(self, value: Any) -> Any:
         return Jsonb(value, dumps=canonical_json)
 
+    def _row(self, rec: Sequence[Any]) -> ResourceRow:
+        # The generic conversion, without its per-value method calls: jsonb arrives parsed and
+        # timestamptz as aware datetimes (already in UTC: the session zone is UTC, see _configure).
+        created_at, deleted_at, last_payload = rec[7], rec[8], rec[11]
+        return ResourceRow(
+            ResourceKey(rec[0], rec[1], rec[2]),
+            rec[3],
+            rec[4],
+            rec[5],
+            rec[6],
+            None if created_at is None else as_utc(created_at),
+            None if deleted_at is None else as_utc(deleted_at),
+            rec[9],
+            as_utc(rec[10]),
+            {} if last_payload is None else last_payload,
+            as_utc(rec[12]),
+            as_utc(rec[13]),
+            rec[14],
+        )
+
     def from_js(self, value: Any) -> Any:
         return value
 
@@ -321,27 +351,49 @@ class PostgresStore(SqlStore):
         audits: Sequence[AuditEntry] = (),
         received_at: datetime | None = None,
     ) -> BatchOutcome:
-        """As ``Store.write_batch``, in two round trips: [BEGIN, lock keys, read rows, insert events] then,
-        after the fold, [upsert rows, dead letters, audit rows, COMMIT] (pipeline mode). A late event
-        costs one more round trip for the history it replays."""
+        """As ``Store.write_batch``, in pipeline mode: [BEGIN, lock keys, read rows] in one round trip;
+        then the event insert is sent and the fold runs in Python while PostgreSQL inserts (it assumes
+        every event is new, and is redone for the inserted ones when some were duplicates); then [upsert
+        rows, dead letters, audit rows, COMMIT]. A late event costs one more round trip for the history
+        it replays."""
         at = as_utc(received_at) if received_at is not None else utc_now()
         ordered, duplicates = dedupe(events)
-        keys = sorted({e.key for e in ordered}, key=key_order)
-        async with self._pool.connection() as conn, conn.pipeline() as pipeline, conn.transaction():
+        # Each event's key is built once: keys are hashed many times on the way and are not cheap.
+        groups: dict[ResourceKey, list[StoredEvent]] = {}
+        for event in ordered:
+            key = event.key
+            group = groups.get(key)
+            if group is None:
+                groups[key] = [StoredEvent(event, at)]
+            else:
+                group.append(StoredEvent(event, at))
+        keys = sorted(groups, key=key_order)
+        async with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
             tx = _PgTx(conn)
             inserted: list[Event] = []
-            rows: dict[ResourceKey, ResourceRow] = {}
+            replayed: list[ResourceKey] = []
             if ordered:
                 # The lock comes first: the row read runs after it, so it sees every committed fold.
                 await self._lock_keys(tx, keys)
                 rows_cursor = await conn.execute(_LOAD_ROWS, _key_columns(keys))
+                # Reading the rows fetches every queued result, so the insert is queued only after it.
+                records = await rows_cursor.fetchall()
                 insert_cursor = await conn.execute(_INSERT_EVENTS, [at, *_event_columns(ordered)])
-                await pipeline.sync()
-                rows = {row.key: row for row in (self._row(rec) for rec in await rows_cursor.fetchall())}
+                rows = {row.key: row for row in map(self._row, records)}
+                plan = plan_fold(groups, rows)
+                folded = plan.rows_without_replay()
+                upsert = _row_columns(folded) if folded else None
                 stored = {(r[0], as_utc(r[1])) for r in await insert_cursor.fetchall()}
-                inserted = [e for e in ordered if (e.event_id, e.timestamp) in stored]
-                duplicates.extend(e for e in ordered if (e.event_id, e.timestamp) not in stored)
-            replayed = await self._fold(tx, [StoredEvent(e, at) for e in inserted], rows)
+                if len(stored) == len(ordered):
+                    inserted = ordered
+                    if folded is None:
+                        replayed = await self._finish_fold(tx, plan)
+                    elif upsert is not None:
+                        await conn.execute(_UPSERT_ROWS, upsert)
+                else:
+                    inserted = [e for e in ordered if (e.event_id, e.timestamp) in stored]
+                    duplicates.extend(e for e in ordered if (e.event_id, e.timestamp) not in stored)
+                    replayed = await self._fold(tx, [StoredEvent(e, at) for e in inserted], rows)
             await self._write_extras(tx, dead_letters, audits, at)
         return BatchOutcome(tuple(inserted), tuple(duplicates), tuple(replayed))
 

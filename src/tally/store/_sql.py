@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -99,6 +100,10 @@ ROW_COLUMNS = (
 )
 _EVENT_SELECT = ", ".join(EVENT_COLUMNS)
 _ROW_SELECT = ", ".join(ROW_COLUMNS)
+# The columns a fold reads: last_payload is left out (NULL) because folding any event overwrites it, and it
+# is the largest value of a row to send, parse and convert.
+FOLD_ROW_COLUMNS = tuple("NULL" if c == "last_payload" else c for c in ROW_COLUMNS)
+_FOLD_ROW_SELECT = ", ".join(FOLD_ROW_COLUMNS)
 _KEY_CHUNK = 300
 REBUILD_BATCH = 100
 VIRTUAL = frozenset({"meta", "partner"})
@@ -179,6 +184,47 @@ def dedupe(events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
             unique[pair] = event
     # Sorted inserts take index locks in one order, so concurrent batches cannot deadlock.
     return [unique[pair] for pair in sorted(unique)], duplicates
+
+
+@dataclass(frozen=True, slots=True)
+class FoldPlan:
+    """The fold of a batch as far as the rows read allow: keys in key order, the keys whose new events
+    sort before their row's newest (replayed from history), and the advanced rows of all the others
+    (in key order)."""
+
+    keys: list[ResourceKey]
+    replay: list[ResourceKey]
+    advanced: dict[ResourceKey, ResourceRow | None]
+
+    def rows_without_replay(self) -> list[ResourceRow] | None:
+        """Every folded row in key order when nothing needs a replay, else None."""
+        if self.replay:
+            return None
+        return [row for row in self.advanced.values() if row is not None]
+
+
+def group_by_key(new: Iterable[StoredEvent]) -> dict[ResourceKey, list[StoredEvent]]:
+    groups: dict[ResourceKey, list[StoredEvent]] = defaultdict(list)
+    for stored in new:
+        groups[stored.event.key].append(stored)
+    return groups
+
+
+def plan_fold(
+    groups: Mapping[ResourceKey, Sequence[StoredEvent]], rows: Mapping[ResourceKey, ResourceRow]
+) -> FoldPlan:
+    """Advance every key's row that needs no replay by its new events (pure: no I/O)."""
+    keys = sorted(groups, key=key_order)
+    replay: list[ResourceKey] = []
+    advanced: dict[ResourceKey, ResourceRow | None] = {}
+    for key in keys:
+        new = groups[key]
+        row = rows.get(key)
+        if needs_replay(row, new):
+            replay.append(key)
+        else:
+            advanced[key] = advance(row, new)
+    return FoldPlan(keys, replay, advanced)
 
 
 class SqlStore(ABC):
@@ -404,7 +450,7 @@ class SqlStore(ABC):
         for start in range(0, len(keys), _KEY_CHUNK):
             values, params = _key_values(keys[start : start + _KEY_CHUNK])
             sql = (
-                f"SELECT {_ROW_SELECT} FROM current_resources "
+                f"SELECT {_FOLD_ROW_SELECT} FROM current_resources "
                 f"WHERE (cloud, resource_type, resource_id) IN (VALUES {values})"
             )
             for rec in await tx.fetchall(sql, params):
@@ -446,22 +492,23 @@ class SqlStore(ABC):
         """
         if not new:
             return []
-        groups: dict[ResourceKey, list[StoredEvent]] = defaultdict(list)
-        for stored in new:
-            groups[stored.event.key].append(stored)
-        keys = sorted(groups, key=key_order)
+        groups = group_by_key(new)
         if rows is None:
+            keys = sorted(groups, key=key_order)
             await self._lock_keys(tx, keys)
             rows = await self._load_rows(tx, keys)
-        replay = [k for k in keys if needs_replay(rows.get(k), groups[k])]
-        histories = await self._load_histories(tx, replay) if replay else {}
+        return await self._finish_fold(tx, plan_fold(groups, rows))
+
+    async def _finish_fold(self, tx: Tx, plan: FoldPlan) -> list[ResourceKey]:
+        """Replay the keys that need it from their stored history and write every folded row."""
+        histories = await self._load_histories(tx, plan.replay) if plan.replay else {}
         folded: list[ResourceRow] = []
-        for key in keys:
-            row = project(histories[key]) if key in histories else advance(rows.get(key), groups[key])
+        for key in plan.keys:
+            row = project(histories[key]) if key in histories else plan.advanced.get(key)
             if row is not None:
                 folded.append(row)
         await self._upsert_rows(tx, folded)
-        return replay
+        return plan.replay
 
     async def size_names(self, cloud: str) -> list[SizeName]:
         async with self._tx() as tx:

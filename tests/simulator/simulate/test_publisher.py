@@ -1,4 +1,4 @@
-"""The publisher: progress on GET /clock, POST /release and its refusals, the broker guard, RabbitMQ."""
+"""The publisher (GET /clock progress, POST /release, the broker guard, RabbitMQ) and the lockstep."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from tally.simulator.publisher import (
     add_release_route,
     check_broker,
 )
+from tally.simulator.simulate import SimulateOptions, simulate
 
 pytestmark = pytest.mark.anyio
 
@@ -138,3 +139,19 @@ async def test_amqp_sink_publishes_oslo_envelopes_with_confirms(amqp_url: str) -
         assert inner["event_type"] == nova[0].event_type
     finally:
         await connection.close()
+
+
+async def test_lockstep_is_reproducible_and_skipping_idle_syncs_changes_nothing() -> None:
+    month = generate_month(
+        1, "2026-07", scale=0.3, days=1, faults="missing-create,lost-update,missing-delete"
+    )
+    runs = []
+    for skip_idle in (True, True, False):
+        options = SimulateOptions(seed=1, period="2026-07", faults=month.faults, skip_idle=skip_idle)
+        runs.append(await simulate(options, month=month))
+    skipping, again, every = runs
+    assert skipping.passed and every.passed
+    assert skipping.progress.idle_skipped > 0 and every.progress.idle_skipped == 0
+    assert skipping.progress.syncs < every.progress.syncs
+    assert skipping.stored == again.stored == every.stored
+    assert skipping.progress.corrections == every.progress.corrections
