@@ -86,6 +86,28 @@ async def test_resources_of_cloud_include_deleted(store: Store, make_event) -> N
     assert rows[0].deleted_at is not None
 
 
+async def test_sync_rows_are_the_diffs_slice_of_the_projection(store: Store, make_event) -> None:
+    await _fill(store, make_event)
+    full = {r.key: r for r in await store.resources_of_cloud("os-dev")}
+    instances = await store.sync_rows("os-dev", "instance")
+    assert [r.resource_id for r in instances] == ["vm-0", "vm-1", "vm-2", "vm-3", "vm-4"]
+    for slim in [*instances, *await store.sync_rows("os-dev", "volume")]:
+        row = full[ResourceKey("os-dev", slim.resource_type, slim.resource_id)]
+        assert (slim.project_id, slim.state, slim.last_event_at, slim.is_live) == (
+            row.project_id,
+            row.state,
+            row.last_event_at,
+            row.is_live,
+        )
+        # A deleted row's size is never compared, so it is not read.
+        assert slim.size == (row.size if row.is_live else None)
+    assert instances[0].is_live is False and instances[0].last_event_at.tzinfo is not None
+    # Equal sizes are parsed once.
+    assert instances[1].size is instances[2].size
+    assert await store.sync_rows("os-dev", "image") == []
+    assert [r.resource_id for r in await store.sync_rows("os-b", "instance")] == ["x"]
+
+
 async def test_history_is_in_fold_order_and_limited(store: Store, make_event) -> None:
     await _fill(store, make_event)
     key = ResourceKey("os-dev", "instance", "vm-0")

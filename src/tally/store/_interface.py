@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from tally.core import Event, ResourceKey, ResourceRow, StoredEvent
 
@@ -82,6 +82,22 @@ class SizeName:
     member: str
     value: str
     name: str
+
+
+class SyncRow(NamedTuple):
+    """The slice of a projection row a sync's diff reads (``Store.sync_rows``): no payload, no bookkeeping.
+
+    Invariant: ``size`` is None exactly when the row is deleted (a deleted row's size is never compared).
+    A tuple rather than a dataclass: a large cloud's sync holds hundreds of thousands of them.
+    """
+
+    resource_type: str
+    resource_id: str
+    project_id: str
+    state: str
+    size: Mapping[str, Any] | None
+    last_event_at: datetime
+    is_live: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +337,11 @@ class Store(Protocol):
 
     async def resources_of_cloud(self, cloud: str) -> list[ResourceRow]:
         """Every projection row of a cloud, deleted ones too, ordered by key."""
+        ...
+
+    async def sync_rows(self, cloud: str, resource_type: str) -> list[SyncRow]:
+        """The rows of one type of a cloud as a sync's diff reads them, deleted ones too (without their
+        size), ordered by resource_id; equal sizes share one mapping, to be read only."""
         ...
 
     async def current_resource_counts(self) -> list[tuple[str, str, str, str, int]]:

@@ -20,6 +20,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+import anyio
 import orjson
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -431,9 +432,10 @@ class PostgresStore(SqlStore):
             row = await cursor.fetchone()
             if row is None or not row[0]:
                 raise SyncLockHeld(cloud)
-            try:
-                yield
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [_SYNC_LOCK_CLASS, cloud])
+            yield
         finally:
-            await conn.close()
+            # Closing the session is the release: a session lock ends with its connection. No unlock
+            # statement first, because a cancellation may have left a query in flight on it; shielded,
+            # because a cancelled holder would otherwise skip the close and leave the lock to the GC.
+            with anyio.CancelScope(shield=True):
+                await conn.close()

@@ -61,6 +61,7 @@ from ._interface import (
     SchemaStatus,
     SizeName,
     StoreError,
+    SyncRow,
     SyncStatus,
     TokenRole,
 )
@@ -704,6 +705,41 @@ class SqlStore(ABC):
                 (cloud,),
             )
         return [self._row(r) for r in recs]
+
+    # -- the sync's read of the projection (read side only; tally.reconcile's diff) --------------------
+    async def sync_rows(self, cloud: str, resource_type: str) -> list[SyncRow]:
+        # Only the columns the diff compares, one type at a time: a 250,000-row cloud read whole, payloads
+        # and all, cost the sync most of its memory. Sizes come as text on both backends so that equal
+        # sizes (a flavor's, a volume type's) parse once and share one mapping; names are shared likewise.
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                "SELECT resource_id, project_id, state, "
+                "CASE WHEN deleted_at IS NULL THEN CAST(size AS TEXT) END, last_event_at, "
+                "CASE WHEN deleted_at IS NULL THEN 1 ELSE 0 END "
+                "FROM current_resources WHERE cloud = ? AND resource_type = ? ORDER BY resource_id",
+                (cloud, resource_type),
+            )
+        sizes: dict[str, Mapping[str, Any]] = {}
+        names: dict[str, str] = {}
+        rows: list[SyncRow] = []
+        for resource_id, project_id, state, size_text, last_event_at, live in recs:
+            size = None
+            if size_text is not None:
+                size = sizes.get(size_text)
+                if size is None:
+                    size = sizes[size_text] = loads_json(size_text)
+            rows.append(
+                SyncRow(
+                    resource_type,
+                    resource_id,
+                    names.setdefault(project_id, project_id),
+                    names.setdefault(state, state),
+                    size,
+                    self.from_ts(last_event_at),
+                    bool(live),
+                )
+            )
+        return rows
 
     async def current_resource_counts(self) -> list[tuple[str, str, str, str, int]]:
         async with self._tx() as tx:

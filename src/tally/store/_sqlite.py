@@ -109,15 +109,20 @@ class SqliteStore(SqlStore):
     async def _tx(self) -> AsyncIterator[Tx]:
         async with self._lock:
             conn = self.conn
-            await conn.execute("BEGIN IMMEDIATE")
             try:
-                yield _SqliteTx(conn)
-            except BaseException:
+                # Shielded: aiosqlite runs the statement in its thread whether or not we still await it,
+                # so a BEGIN cancelled mid-wait would open a transaction nobody ends.
                 with anyio.CancelScope(shield=True):
-                    await conn.execute("ROLLBACK")
-                raise
-            with anyio.CancelScope(shield=True):
-                await conn.execute("COMMIT")
+                    await conn.execute("BEGIN IMMEDIATE")
+                yield _SqliteTx(conn)
+                with anyio.CancelScope(shield=True):
+                    await conn.execute("COMMIT")
+            finally:
+                # Whatever ended the body (an error, a cancellation, a failed COMMIT), the connection
+                # leaves this lock with no transaction open.
+                if conn.in_transaction:
+                    with anyio.CancelScope(shield=True):
+                        await conn.execute("ROLLBACK")
 
     # -- conversions ----------------------------------------------------------------------------------
     def ts(self, value: datetime) -> Any:
