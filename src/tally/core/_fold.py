@@ -168,7 +168,9 @@ def needs_replay(row: ResourceRow | None, new_events: Iterable[StoredEvent]) -> 
 
 def advance(row: ResourceRow | None, new_events: Iterable[StoredEvent]) -> ResourceRow | None:
     """Fold events that all sort after the row's newest one onto the row."""
-    ordered = new_events if isinstance(new_events, list) and len(new_events) < 2 else sorted_events(new_events)
+    ordered = (
+        new_events if isinstance(new_events, list) and len(new_events) < 2 else sorted_events(new_events)
+    )
     for stored in ordered:
         row = step(row, stored)
     return row

@@ -13,8 +13,19 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from tally.core import ResourceRow
+from tally.store import SyncRow
 
-from ._model import Correction, Deferral, DeletedResource, Kind, Observation, ObservedResource, Plan, Reason
+from ._model import (
+    Correction,
+    Deferral,
+    DeletedResource,
+    Kind,
+    Observation,
+    ObservedResource,
+    Plan,
+    ProjectionRow,
+    Reason,
+)
 from ._rules import (
     create_instant,
     deferral_of_absence_delete,
@@ -32,17 +43,30 @@ from ._rules import (
 Key = tuple[str, str]
 
 
-def _dated(instant: datetime, row: ResourceRow | None) -> tuple[datetime, datetime | None]:
+def _key_of(row: SyncRow | ResourceRow) -> Key:
+    if isinstance(row, SyncRow):
+        return row.resource_type, row.resource_id
+    return row.key.resource_type, row.key.resource_id
+
+
+def _dated(instant: datetime, row: ProjectionRow | None) -> tuple[datetime, datetime | None]:
     final = past_newest_event(instant, row)
     return final, (instant if final != instant else None)
 
 
-def diff(observation: Observation, rows: Iterable[ResourceRow], *, poll_at: datetime, settle_s: int) -> Plan:
-    """Decide the corrections of one run; pure, deterministic, in (resource_type, resource_id) order."""
+def diff(
+    observation: Observation, rows: Iterable[SyncRow | ResourceRow], *, poll_at: datetime, settle_s: int
+) -> Plan:
+    """Decide the corrections of one run; pure, deterministic, in (resource_type, resource_id) order.
+
+    ``rows`` are the projection's rows of the cloud (the store's slim ``sync_rows`` in a run, full rows
+    in tests); rows of a type the observation did not enumerate are ignored."""
     types = observation.enumerated_types
-    by_key: dict[Key, ResourceRow] = {
-        (r.key.resource_type, r.key.resource_id): r for r in rows if r.key.resource_type in types
-    }
+    by_key: dict[Key, ProjectionRow] = {}
+    for r in rows:
+        key = _key_of(r)
+        if key[0] in types:
+            by_key[key] = r
     live: dict[Key, ObservedResource] = {(o.resource_type, o.resource_id): o for o in observation.resources}
     gone: dict[Key, DeletedResource] = {
         (d.resource_type, d.resource_id): d
@@ -61,7 +85,7 @@ def diff(observation: Observation, rows: Iterable[ResourceRow], *, poll_at: date
         elif key in gone:
             correction, why = _for_reported_delete(gone[key], row, poll_at, settle_s)
         elif row is not None and row.is_live and key[0] in complete:
-            correction, why = _for_absent(row, poll_at, settle_s)
+            correction, why = _for_absent(key, row, poll_at, settle_s)
         else:
             continue
         if why is not None:
@@ -72,7 +96,7 @@ def diff(observation: Observation, rows: Iterable[ResourceRow], *, poll_at: date
 
 
 def _for_observed(
-    observed: ObservedResource, row: ResourceRow | None, poll_at: datetime, settle_s: int
+    observed: ObservedResource, row: ProjectionRow | None, poll_at: datetime, settle_s: int
 ) -> tuple[Correction | None, Deferral | None]:
     if row is None or not row.is_live:
         why = deferral_of_create(observed, row, poll_at, settle_s)
@@ -112,7 +136,7 @@ def _for_observed(
 
 
 def _for_reported_delete(
-    deleted: DeletedResource, row: ResourceRow | None, poll_at: datetime, settle_s: int
+    deleted: DeletedResource, row: ProjectionRow | None, poll_at: datetime, settle_s: int
 ) -> tuple[Correction | None, Deferral | None]:
     if row is None or delete_is_skipped(row):
         return None, None
@@ -132,7 +156,7 @@ def _for_reported_delete(
 
 
 def _for_absent(
-    row: ResourceRow, poll_at: datetime, settle_s: int
+    key: Key, row: ProjectionRow, poll_at: datetime, settle_s: int
 ) -> tuple[Correction | None, Deferral | None]:
     why = deferral_of_absence_delete(row, poll_at, settle_s)
     if why is not None:
@@ -141,8 +165,8 @@ def _for_absent(
     return Correction(
         Kind.DELETE,
         Reason.ABSENT,
-        row.key.resource_type,
-        row.key.resource_id,
+        key[0],
+        key[1],
         row.project_id,
         at,
         requested_at=requested,

@@ -12,7 +12,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 
 class Deferral(enum.Enum):
@@ -57,6 +57,22 @@ class ObservedResource:
     created_at: datetime | None
     changed_at: datetime | None
     transitional: bool = False
+
+
+class ProjectionRow(Protocol):
+    """What the rules read of a projection row: ``tally.store.SyncRow`` (a sync's slim read) and
+    ``tally.core.ResourceRow`` both provide it. ``size`` may be None only for a deleted row."""
+
+    @property
+    def project_id(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def size(self) -> Mapping[str, Any] | None: ...
+    @property
+    def last_event_at(self) -> datetime: ...
+    @property
+    def is_live(self) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from tally.core import ONE_MICROSECOND, ResourceRow
+from tally.core import ONE_MICROSECOND
 
-from ._model import Deferral, DeletedResource, ObservedResource
+from ._model import Deferral, DeletedResource, ObservedResource, ProjectionRow
 
 DELETED_WINDOW_CLAMP = timedelta(hours=24)
 MAX_ERRORS = 100
@@ -36,12 +36,12 @@ def inside_recent_window(instant: datetime | None, poll_at: datetime, settle_s: 
     return instant >= poll_at - timedelta(seconds=settle_s)
 
 
-def _row_recent(row: ResourceRow | None, poll_at: datetime, settle_s: int) -> bool:
+def _row_recent(row: ProjectionRow | None, poll_at: datetime, settle_s: int) -> bool:
     return row is not None and inside_recent_window(row.last_event_at, poll_at, settle_s)
 
 
 def deferral_of_create(
-    observed: ObservedResource, row: ResourceRow | None, poll_at: datetime, settle_s: int
+    observed: ObservedResource, row: ProjectionRow | None, poll_at: datetime, settle_s: int
 ) -> Deferral | None:
     """A create waits while the resource is in transition, or when the platform changed it inside
     the window, or when the row exists and its newest event is inside the window."""
@@ -53,7 +53,7 @@ def deferral_of_create(
 
 
 def deferral_of_update(
-    observed: ObservedResource, row: ResourceRow, poll_at: datetime, settle_s: int
+    observed: ObservedResource, row: ProjectionRow, poll_at: datetime, settle_s: int
 ) -> Deferral | None:
     """An update waits while the resource is in transition, or when the platform's change or the
     row's newest event is inside the window."""
@@ -65,7 +65,7 @@ def deferral_of_update(
 
 
 def deferral_of_reported_delete(
-    deleted: DeletedResource, row: ResourceRow, poll_at: datetime, settle_s: int
+    deleted: DeletedResource, row: ProjectionRow, poll_at: datetime, settle_s: int
 ) -> Deferral | None:
     """A reported delete is never transitional; it waits when the deletion or the row's newest
     event is inside the window."""
@@ -74,7 +74,7 @@ def deferral_of_reported_delete(
     return None
 
 
-def deferral_of_absence_delete(row: ResourceRow, poll_at: datetime, settle_s: int) -> Deferral | None:
+def deferral_of_absence_delete(row: ProjectionRow, poll_at: datetime, settle_s: int) -> Deferral | None:
     """A delete by absence waits when the row's newest event is inside the window: an instance
     created after the listing answered but delivered before the rows were read exists."""
     if _row_recent(row, poll_at, settle_s):
@@ -82,7 +82,7 @@ def deferral_of_absence_delete(row: ResourceRow, poll_at: datetime, settle_s: in
     return None
 
 
-def drift(observed: ObservedResource, row: ResourceRow) -> dict[str, dict[str, Any]]:
+def drift(observed: ObservedResource, row: ProjectionRow) -> dict[str, dict[str, Any]]:
     """The members in which the platform and the row differ, each with its old and new value.
 
     State and project compare as text, size by JSON deep equality; a size the
@@ -93,8 +93,8 @@ def drift(observed: ObservedResource, row: ResourceRow) -> dict[str, dict[str, A
         changes["state"] = {"old": row.state, "new": observed.state}
     if observed.project_id != row.project_id:
         changes["project_id"] = {"old": row.project_id, "new": observed.project_id}
-    if observed.size is not None and not _json_equal(observed.size, row.size):
-        changes["size"] = {"old": dict(row.size), "new": dict(observed.size)}
+    if observed.size is not None and not _json_equal(observed.size, row.size or {}):
+        changes["size"] = {"old": dict(row.size or {}), "new": dict(observed.size)}
     return changes
 
 
@@ -109,7 +109,7 @@ def _json_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def create_instant(observed: ObservedResource, row: ResourceRow | None, poll_at: datetime) -> datetime:
+def create_instant(observed: ObservedResource, row: ProjectionRow | None, poll_at: datetime) -> datetime:
     """A create is dated at the platform's creation instant if the row never existed, else at the poll."""
     if row is None and observed.created_at is not None:
         return observed.created_at
@@ -126,14 +126,14 @@ def poll_instant(poll_at: datetime) -> datetime:
     return poll_at
 
 
-def past_newest_event(instant: datetime, row: ResourceRow | None) -> datetime:
+def past_newest_event(instant: datetime, row: ProjectionRow | None) -> datetime:
     """A correction behind the row's newest event is dated 1 µs past it, so the fold orders it last."""
     if row is not None and instant < row.last_event_at:
         return row.last_event_at + ONE_MICROSECOND
     return instant
 
 
-def delete_is_skipped(row: ResourceRow | None) -> bool:
+def delete_is_skipped(row: ProjectionRow | None) -> bool:
     """No delete for a row that does not exist or is already deleted: the first delete stands."""
     return row is None or not row.is_live
 

@@ -29,15 +29,15 @@ import anyio
 
 from tally.actors import Budget, BudgetExceeded
 from tally.config import CloudEntry
-from tally.core import ResourceRow, utc_now
-from tally.store import SizeName, SyncLockHeld
+from tally.core import utc_now
+from tally.store import SizeName, SyncLockHeld, SyncRow
 
 from . import _metrics
 from ._adapter import Adapter, ObserveRequest, Progress
 from ._booking import IngestsEvents, book
 from ._diff import diff
 from ._errors import RunAborted, SizeNamesFailed
-from ._model import Deferral, Kind, SyncOutcome
+from ._model import Deferral, Kind, Plan, SyncOutcome
 from ._model import Status as RunStatus
 from ._rules import cap_errors, deleted_servers_window
 
@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 class SyncStore(Protocol):
     """The store methods a run uses (``tally.store.Store`` provides them)."""
 
-    async def resources_of_cloud(self, cloud: str) -> list[ResourceRow]: ...
+    async def sync_rows(self, cloud: str, resource_type: str) -> list[SyncRow]: ...
     async def replace_size_names(self, cloud: str, rows: Sequence[SizeName]) -> None: ...
     async def start_sync_run(self, cloud: str, started_at: datetime | None = None) -> str: ...
     async def finish_sync_run(
@@ -194,6 +194,32 @@ async def _work(
     stats: RunStats,
     progress: Progress,
 ) -> None:
+    plan = await _decide(entry, store, open_adapter, settings, poll_at, bound, run_id, stats, progress)
+    cloud = entry.cloud
+    progress.phase = "booking the corrections"
+    result = await book(pipeline, plan.corrections, sync_run_id=run_id, cloud=cloud, platform=entry.platform)
+    stats.created += result.booked[Kind.CREATE]
+    stats.updated += result.booked[Kind.UPDATE]
+    stats.deleted += result.booked[Kind.DELETE]
+    for kind, count in result.booked.items():
+        if count:
+            _metrics.RECONCILED.labels(cloud, _metrics.ACTIONS[kind]).inc(count)
+    stats.errors.extend(result.errors)
+
+
+async def _decide(
+    entry: CloudEntry,
+    store: SyncStore,
+    open_adapter: Callable[[CloudEntry], Adapter],
+    settings: RunSettings,
+    poll_at: datetime,
+    bound: datetime | None,
+    run_id: str,
+    stats: RunStats,
+    progress: Progress,
+) -> Plan:
+    """Observe, name the sizes, read the rows and diff; the observation and the rows end here, so the
+    booking holds only the plan."""
     cloud = entry.cloud
     adapter = open_adapter(entry)
     window = deleted_servers_window(bound, poll_at, settings.settle_s)
@@ -220,19 +246,13 @@ async def _work(
         )
 
     progress.phase = "reading the projection"
-    rows = await store.resources_of_cloud(cloud)
+    # Only the types the adapter enumerated: the diff ignores the others' rows anyway.
+    rows: list[SyncRow] = []
+    for resource_type in sorted(observation.enumerated_types):
+        rows.extend(await store.sync_rows(cloud, resource_type))
     plan = diff(observation, rows, poll_at=poll_at, settle_s=settings.settle_s)
     for reason, count in plan.deferred.items():
         stats.deferred[reason] += count
         if count:
             _metrics.DEFERRED.labels(cloud, reason.value).inc(count)
-
-    progress.phase = "booking the corrections"
-    result = await book(pipeline, plan.corrections, sync_run_id=run_id, cloud=cloud, platform=entry.platform)
-    stats.created += result.booked[Kind.CREATE]
-    stats.updated += result.booked[Kind.UPDATE]
-    stats.deleted += result.booked[Kind.DELETE]
-    for kind, count in result.booked.items():
-        if count:
-            _metrics.RECONCILED.labels(cloud, _metrics.ACTIONS[kind]).inc(count)
-    stats.errors.extend(result.errors)
+    return plan

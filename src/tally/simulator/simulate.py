@@ -30,7 +30,6 @@ from typing import Any
 
 import anyio
 import yaml
-from prometheus_client import REGISTRY
 
 from tally.collector import Collector, InProcessBus
 from tally.config import Settings, load_clouds_config
@@ -200,42 +199,31 @@ def _client_config(path: Path) -> Iterator[None]:
             os.environ["OS_CLIENT_CONFIG_FILE"] = previous
 
 
-def _counter_total(name: str) -> float:
-    total = 0.0
-    for metric in REGISTRY.collect():
-        if metric.name == name:
-            total += sum(s.value for s in metric.samples if s.name.endswith("_total"))
-    return total
-
-
 class Drainer:
     """Waits until everything published reached ingest: the bus's own drain, or for RabbitMQ the
-    collector's counters catching up with what was published, then the sender's flush."""
+    collector having taken and committed as many deliveries as were published to its exchanges,
+    then the sender's flush."""
 
     def __init__(self, collector: Collector, bus: InProcessBus | None) -> None:
         self._collector = collector
         self._bus = bus
-        self._taken_base = self._taken()
-
-    @staticmethod
-    def _taken() -> float:
-        return _counter_total("tally_collector_received") + _counter_total("tally_collector_unparseable")
+        self._taken_base = collector.statistics().taken
 
     async def drain(self, publisher: Publisher) -> None:
         if self._bus is None:
             # Only what went to a bound exchange reaches the queue.
             published = sum(publisher.sent_by_exchange[name] for name in COLLECTOR_EXCHANGES.split(","))
-            # Every delivery is counted as received or unparseable before its group is committed;
-            # a consumer with nothing in hand has committed (and acked) all it counted.
-            consumers: Sequence[Any] = getattr(self._collector, "_consumers", ())
-            # Polling: the counters have no event to wait on, and a drain happens once per sync.
+            # Polling: the statistics have no event to wait on, and a drain happens once per sync.
             began = time.monotonic()
-            while self._taken() - self._taken_base < published or any(c.in_hand for c in consumers):
+            while True:
+                stats = self._collector.statistics()
+                if stats.taken - self._taken_base >= published and stats.in_hand == 0:
+                    break
                 await anyio.sleep(0.01)
                 if time.monotonic() - began > 10:
                     log.info(
                         "simulate waiting for the collector taken=%d published=%d",
-                        self._taken() - self._taken_base,
+                        stats.taken - self._taken_base,
                         published,
                     )
                     began = time.monotonic()

@@ -352,11 +352,11 @@ class PostgresStore(SqlStore):
         audits: Sequence[AuditEntry] = (),
         received_at: datetime | None = None,
     ) -> BatchOutcome:
-        """As ``Store.write_batch``, in pipeline mode: [BEGIN, lock keys, read rows] in one round trip;
-        then the event insert is sent and the fold runs in Python while PostgreSQL inserts (it assumes
-        every event is new, and is redone for the inserted ones when some were duplicates); then [upsert
-        rows, dead letters, audit rows, COMMIT]. A late event costs one more round trip for the history
-        it replays."""
+        """As ``Store.write_batch``, in pipeline mode: [BEGIN, lock keys, read rows] in one round trip
+        (the insert's arrays are built meanwhile); then the event insert is sent and the fold runs in
+        Python while PostgreSQL inserts (it assumes every event is new, and is redone for the inserted
+        ones when some were duplicates); then [upsert rows, dead letters, audit rows, COMMIT]. A late
+        event costs one more round trip for the history it replays."""
         at = as_utc(received_at) if received_at is not None else utc_now()
         ordered, duplicates = dedupe(events)
         # Each event's key is built once: keys are hashed many times on the way and are not cheap.
@@ -377,9 +377,11 @@ class PostgresStore(SqlStore):
                 # The lock comes first: the row read runs after it, so it sees every committed fold.
                 await self._lock_keys(tx, keys)
                 rows_cursor = await conn.execute(_LOAD_ROWS, _key_columns(keys))
-                # Reading the rows fetches every queued result, so the insert is queued only after it.
+                # Built while PostgreSQL locks and reads; reading the rows fetches every queued result,
+                # so the insert is queued only after it.
+                columns = _event_columns(ordered)
                 records = await rows_cursor.fetchall()
-                insert_cursor = await conn.execute(_INSERT_EVENTS, [at, *_event_columns(ordered)])
+                insert_cursor = await conn.execute(_INSERT_EVENTS, [at, *columns])
                 rows = {row.key: row for row in map(self._row, records)}
                 plan = plan_fold(groups, rows)
                 folded = plan.rows_without_replay()
