@@ -36,6 +36,7 @@ import psycopg
 
 from tally.config import Settings
 from tally.core import format_instant
+from tally.http import ReportingServices, create_reporting_app, serve_quart
 from tally.ingest import IngestPipeline
 from tally.store import Store, hash_secret, open_store
 
@@ -123,11 +124,9 @@ async def timed(fn: Callable[[], Awaitable[None]]) -> float:
     return time.perf_counter() - start
 
 
-async def ingest_over_http(store: Store, url: str, events: list[dict[str, Any]]) -> float:
+async def ingest_over_http(store: Store, url: str, events: list[dict[str, Any]]) -> tuple[float, float]:
     """Serve the app here; post from a separate client process, as a remote collector would (the
     client's HTTP work then runs on the other core instead of sharing the server's event loop)."""
-    from tally.http import ReportingServices, create_reporting_app, serve_quart
-
     secret = secrets.token_urlsafe(24)
     await store.create_ingest_credential(
         platform="openstack", cloud="os-bench", token_hash=hash_secret(secret)
@@ -148,23 +147,24 @@ async def ingest_over_http(store: Store, url: str, events: list[dict[str, Any]])
             tg.cancel_scope.cancel()
     if client.returncode != 0:
         raise RuntimeError(f"bench client failed: {client.stderr.decode()[-2000:]}")
-    return float(client.stdout.decode().strip().splitlines()[-1])
+    seconds, cpu = client.stdout.decode().strip().splitlines()[-1].split()
+    return float(seconds), float(cpu)
 
 
 def run_client(base_url: str, bodies_path: str) -> None:
-    """The client process: post every body in order, print the seconds it took."""
+    """The client process: post every body in order, print the seconds and the CPU seconds it took."""
     headers = {
         "Authorization": f"Bearer {os.environ['TALLY_BENCH_TOKEN']}",
         "Content-Type": "application/json",
     }
     bodies = Path(bodies_path).read_bytes().split(b"\n")
     with httpx.Client(base_url=base_url, timeout=120) as client:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for body in bodies:
             answer = client.post("/api/v1/events", content=body, headers=headers)
             if answer.status_code != 200 or answer.json()["rejected"]:
                 raise SystemExit(f"ingest answered {answer.status_code}: {answer.text[:300]}")
-        print(time.perf_counter() - start)
+        print(time.perf_counter() - start, time.process_time() - cpu)
 
 
 async def ingest_direct(store: Store, events: list[dict[str, Any]]) -> float:
@@ -179,38 +179,52 @@ async def ingest_direct(store: Store, events: list[dict[str, Any]]) -> float:
     return await timed(run)
 
 
-CPU_NOTES: list[str] = []
-
-
 def _process_cpu(pid: int) -> float:
     """CPU seconds (user + system) a process has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def measure_ingest(url: str, events: list[dict[str, Any]], via: str) -> float:
-    """Wall seconds of the ingest path; also notes the CPU it cost (this process, and the PostgreSQL
-    backend: one connection, so one backend process), which a busy machine inflates far less than wall."""
+class Measured:
+    """Wall seconds of a path and the CPU it cost: this process (the server, or the COPY/executemany
+    client), the PostgreSQL backend serving its one connection, and the HTTP client process. A busy
+    machine stretches wall time far more than CPU time, so CPU per event is the steadier figure."""
+
+    def __init__(self, seconds: float = 0.0, own: float = 0.0, server: float = 0.0, client: float = 0.0):
+        self.seconds, self.own, self.server, self.client = seconds, own, server, client
+
+
+async def cpu_of(backend_pid: int | None, run: Callable[[], Awaitable[tuple[float, float]]]) -> Measured:
+    """``run`` answers (wall seconds, CPU seconds of the client process it started, or 0)."""
+    own, server = time.process_time(), _process_cpu(backend_pid) if backend_pid else 0.0
+    seconds, client = await run()
+    return Measured(
+        seconds,
+        time.process_time() - own,
+        (_process_cpu(backend_pid) - server) if backend_pid else 0.0,
+        client,
+    )
+
+
+async def no_client(timing: Awaitable[float]) -> tuple[float, float]:
+    return await timing, 0.0
+
+
+async def measure_ingest(url: str, events: list[dict[str, Any]], via: str) -> Measured:
+    """The ingest path through one store connection (so one PostgreSQL backend process)."""
     async with open_store(url, max_conns=1) as store:
         await store.migrate_up()
         backend: int | None = None
         if url.startswith("postgresql"):
             async with store._pool.connection() as conn:  # type: ignore[attr-defined]
                 backend = conn.info.backend_pid
-        own, server = time.process_time(), _process_cpu(backend) if backend else 0.0
-        if via == "http":
-            seconds = await ingest_over_http(store, url, events)
-        else:
-            seconds = await ingest_direct(store, events)
-        own = time.process_time() - own
-        server = (_process_cpu(backend) - server) if backend else 0.0
-    per = 1e6 / len(events)
-    CPU_NOTES.append(
-        f"cpu {'pg' if backend else 'sqlite':<8} tally {own * per:.0f} us/event"
-        + (f", postgres backend {server * per:.0f} us/event" if backend else "")
-        + f" -> {len(events) / (own + server):,.0f} events/s if CPU-bound"
-    )
-    return seconds
+
+        async def run() -> tuple[float, float]:
+            if via == "http":
+                return await ingest_over_http(store, url, events)
+            return await no_client(ingest_direct(store, events))
+
+        return await cpu_of(backend, run)
 
 
 # -- PostgreSQL ---------------------------------------------------------------------------------------------
@@ -220,7 +234,7 @@ def pg_schema(database: str, name: str) -> str:
     return f"{database}?options={quote(f'-csearch_path={name}')}"
 
 
-async def pg_floor(url: str, rows: list[tuple[Any, ...]]) -> float:
+async def pg_floor(url: str, rows: list[tuple[Any, ...]]) -> Measured:
     async with open_store(url) as store:
         await store.migrate_up()
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
@@ -235,10 +249,10 @@ async def pg_floor(url: str, rows: list[tuple[Any, ...]]) -> float:
                     for row in chunk:
                         await copy.write_row(row)
 
-        return await timed(copy_all)
+        return await cpu_of(conn.info.backend_pid, lambda: no_client(timed(copy_all)))
 
 
-async def bench_pg(events: list[dict[str, Any]], via: str) -> tuple[float, float]:
+async def bench_pg(events: list[dict[str, Any]], via: str) -> tuple[Measured, Measured]:
     name = f"tally_bench_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
@@ -253,7 +267,7 @@ async def bench_pg(events: list[dict[str, Any]], via: str) -> tuple[float, float
 
 
 # -- SQLite -------------------------------------------------------------------------------------------------
-async def sqlite_floor(path: Path, rows: list[tuple[Any, ...]]) -> float:
+async def sqlite_floor(path: Path, rows: list[tuple[Any, ...]]) -> Measured:
     from tally.store._sqlite import sqlite_stamp
 
     url = f"sqlite:///{path}"
@@ -273,10 +287,10 @@ async def sqlite_floor(path: Path, rows: list[tuple[Any, ...]]) -> float:
                 await conn.executemany(f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({marks})", chunk)
                 await conn.execute("COMMIT")
 
-        return await timed(insert_all)
+        return await cpu_of(None, lambda: no_client(timed(insert_all)))
 
 
-async def bench_sqlite(events: list[dict[str, Any]], via: str) -> tuple[float, float]:
+async def bench_sqlite(events: list[dict[str, Any]], via: str) -> tuple[Measured, Measured]:
     with tempfile.TemporaryDirectory(prefix="tally-bench-") as tmp:
         floor = await sqlite_floor(Path(tmp) / "floor.sqlite3", floor_rows(events))
         ingest = await measure_ingest(f"sqlite:///{Path(tmp) / 'ingest.sqlite3'}", events, via)
@@ -287,18 +301,27 @@ async def main(args: argparse.Namespace) -> None:
     count = args.events or (2_000 if args.quick else 50_000)
     events = make_events(count)
     print(f"ingest benchmark: {len(events)} events, batches of {BATCH}, via {args.via}")
-    print(f"{'backend':<12}{'path':<10}{'seconds':>10}{'events/s':>12}")
+    print("cpu: us per event in this process (server / bulk client), the PostgreSQL backend, the HTTP client")
+    print(
+        f"{'backend':<8}{'path':<8}{'seconds':>9}{'events/s':>10}"
+        f"{'cpu us/ev':>11}{'(self':>7}{'pg':>5}{'client)':>8}"
+    )
     ratios: list[str] = []
     for backend in args.backends.split(","):
         run = bench_pg if backend == "pg" else bench_sqlite
         ingest, floor = await run(events, args.via)
-        for path, seconds in (("ingest", ingest), ("floor", floor)):
-            print(f"{backend:<12}{path:<10}{seconds:>10.2f}{len(events) / seconds:>12,.0f}")
+        for path, m in (("ingest", ingest), ("floor", floor)):
+            per = 1e6 / len(events)
+            total = (m.own + m.server + m.client) * per
+            print(
+                f"{backend:<8}{path:<8}{m.seconds:>9.2f}{len(events) / m.seconds:>10,.0f}{total:>11.0f}"
+                f"{m.own * per:>7.0f}{m.server * per:>5.0f}{m.client * per:>8.0f}"
+            )
         peer = "copy" if backend == "pg" else "executemany"
-        ratios.append(f"RATIO ingest_{backend}_vs_{peer}={floor / ingest:.3f}")
-        ratios.append(f"RATIO ingest_{backend}_events_per_s={len(events) / ingest:.0f}")
-    for note in CPU_NOTES:
-        print(note)
+        ratios.append(f"RATIO ingest_{backend}_vs_{peer}={floor.seconds / ingest.seconds:.3f}")
+        ratios.append(f"RATIO ingest_{backend}_events_per_s={len(events) / ingest.seconds:.0f}")
+        ingest_cpu = ingest.own + ingest.server + ingest.client
+        ratios.append(f"RATIO ingest_{backend}_cpu_us_per_event={ingest_cpu * 1e6 / len(events):.0f}")
     for line in ratios:
         print(line)
 

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from test_rules import POLL, observed, row, s
 
 from tally.reconcile import Deferral, DeletedResource, Kind, Observation, Reason, diff
+from tally.store import SyncRow
 
 TYPES = frozenset({"instance", "volume"})
 
@@ -111,3 +112,28 @@ def test_diff_property_order_free_and_one_decision_per_key(
         if settle == 0:
             continue
         assert not (current is not None and POLL - timedelta(seconds=settle) <= current.last_event_at)
+
+
+@settings(max_examples=200, deadline=None)
+@given(scenario(), st.integers(0, 120))
+def test_diff_of_the_slim_rows_a_run_reads_equals_the_diff_of_full_rows(
+    data: tuple[Observation, list], settle: int
+) -> None:
+    # A run reads the store's SyncRow slice (no payload, no size for a deleted row); it must decide
+    # exactly what the full rows decide.
+    observation, rows = data
+    slim = [
+        SyncRow(
+            r.key.resource_type,
+            r.key.resource_id,
+            r.project_id,
+            r.state,
+            r.size if r.is_live else None,
+            r.last_event_at,
+            r.is_live,
+        )
+        for r in rows
+    ]
+    assert diff(observation, slim, poll_at=POLL, settle_s=settle) == diff(
+        observation, rows, poll_at=POLL, settle_s=settle
+    )

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import tally.openstack
 import tally.reconcile
 
@@ -12,6 +15,7 @@ def test_reconcile_exports() -> None:
             "ADAPTERS",
             "BATCH_SIZE",
             "Adapter",
+            "CloudsReadiness",
             "Correction",
             "DeletedResource",
             "DeletedWindow",
@@ -26,12 +30,15 @@ def test_reconcile_exports() -> None:
             "RunAborted",
             "RunSettings",
             "RunStats",
+            "RunnerOutcome",
             "SizeNameEntry",
             "SizeNamesFailed",
             "Status",
+            "SyncAlreadyRunning",
             "SyncError",
             "SyncOutcome",
             "SyncService",
+            "UnknownCloud",
             "adapter_class",
             "cap_errors",
             "create_instant",
@@ -78,3 +85,21 @@ def test_openstack_exports() -> None:
     )
     assert tally.reconcile.ADAPTERS["openstack"] == "tally.openstack:OpenStackAdapter"
     assert tally.reconcile.adapter_class("openstack") is tally.openstack.OpenStackAdapter
+
+
+def test_reconcile_does_not_import_the_layers_above_it() -> None:
+    # ARCHITECTURE.md: http and daemon sit on top of reconcile; the arrows point one way.
+    code = (
+        "import sys, tally.reconcile, tally.openstack; "
+        "print(sorted(m for m in sys.modules if m.startswith(('tally.http', 'tally.daemon'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_http_reexports_the_reconciliation_types() -> None:
+    import tally.http
+
+    assert tally.http.SyncOutcome is tally.reconcile.RunnerOutcome
+    assert tally.http.UnknownCloud is tally.reconcile.UnknownCloud
+    assert tally.http.SyncAlreadyRunning is tally.reconcile.SyncAlreadyRunning

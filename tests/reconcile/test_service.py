@@ -85,7 +85,7 @@ async def test_invalid_adapter_config_is_reported_at_startup_and_fails_each_run(
         assert REGISTRY.get_sample_value("tally_sync_cloud_config_invalid", {"cloud": bad.cloud}) == 1
         assert REGISTRY.get_sample_value("tally_sync_cloud_config_invalid", {"cloud": good.cloud}) == 0
         check = await service.readiness_check()
-        assert check.ok and 'unknown setting "include_octavia_lb"' in check.detail
+        assert check.ready and 'unknown setting "include_octavia_lb"' in check.detail
         h.at(T0 + minutes(60))
         failed = await service.run_cloud(bad.cloud, T0 + minutes(60))
         assert failed.status is Status.FAILED

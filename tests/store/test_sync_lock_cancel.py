@@ -106,8 +106,10 @@ async def test_postgres_lock_released_when_the_holder_is_cancelled(store_url: st
                 await anyio.sleep(1)
         # The holder's dedicated connection is closed, not left to the garbage collector.
         async with await psycopg.AsyncConnection.connect(store_url.split("?")[0], autocommit=True) as admin:
-            cursor = await admin.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
-                "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")
+            cursor = await admin.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            )
             row = await cursor.fetchone()
         assert row is not None and row[0] == 0
         with pytest.raises(SyncLockHeld):

@@ -108,7 +108,8 @@ def backbone_resource(settings: Settings, readiness: Readiness) -> Resource[Back
             return CheckResult(False, "the store is not open")
         if sync is None:
             return CheckResult(True, "no clouds config")
-        return await sync.readiness_check()
+        clouds = await sync.readiness_check()
+        return CheckResult(clouds.ready, clouds.detail)
 
     readiness.register("store", store_answers)
     readiness.register("schema", schema_current)

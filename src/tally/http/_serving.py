@@ -10,9 +10,11 @@ then the server is cancelled outright. Quart is built on asyncio, so this runs o
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
-from typing import NoReturn
+import sys
+from typing import Any, NoReturn
 
 import anyio
 from anyio.abc import TaskStatus
@@ -40,6 +42,34 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _quiet_cancelled_connection_callbacks() -> None:
+    """Keep Python 3.11 from logging a traceback for every connection Hypercorn cancels on shutdown.
+
+    3.11's ``StreamReaderProtocol`` calls ``task.exception()`` on a connection task that was
+    cancelled and reports the resulting ``CancelledError`` as an unhandled error (fixed in 3.12).
+    Hypercorn cancels idle keep-alive connections when it stops, so each stop printed tracebacks
+    that describe nothing wrong; every other error still reaches the previous handler.
+    """
+    if sys.version_info >= (3, 12):
+        return
+    loop = asyncio.get_running_loop()
+    previous = loop.get_exception_handler()
+    if previous is not None and previous.__name__ == "_quiet_handler":
+        return
+
+    def _quiet_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if isinstance(context.get("exception"), asyncio.CancelledError) and "StreamReaderProtocol" in str(
+            context.get("message", "")
+        ):
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(_quiet_handler)
+
+
 async def serve_quart(
     app: Quart,
     host: str,
@@ -53,6 +83,7 @@ async def serve_quart(
     Raises ``OSError`` (address in use, permission) before ``started`` if the socket cannot be bound.
     """
     sock = _listen(host, port)
+    _quiet_cancelled_connection_callbacks()
     bound_port: int = sock.getsockname()[1]
     config = Config()
     config.graceful_timeout = graceful_timeout_s

@@ -7,35 +7,16 @@ unknown (404), which is what the reference answers when no clouds config is set.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+# The outcome and the refusals are the reconciliation's types (the arrows point from here to it);
+# re-exported from tally.http under their names of old.
+from tally.reconcile import RunnerOutcome as SyncOutcome
+from tally.reconcile import SyncAlreadyRunning as SyncAlreadyRunning
+from tally.reconcile import UnknownCloud as UnknownCloud
 
-class UnknownCloud(Exception):
-    """No configured cloud has this name: the route answers 404."""
-
-    def __init__(self, cloud: str) -> None:
-        super().__init__(f"no cloud {cloud!r} is configured")
-        self.cloud = cloud
-
-
-class SyncAlreadyRunning(Exception):
-    """A sync of this cloud holds the lock (here or on another replica): the route answers 409."""
-
-    def __init__(self, cloud: str) -> None:
-        super().__init__(f"a sync for cloud {cloud!r} is already running")
-        self.cloud = cloud
-
-
-@dataclass(frozen=True, slots=True)
-class SyncOutcome:
-    """What a finished run reports. ``failed`` makes the route answer 500 (without the run's errors)."""
-
-    sync_run_id: str
-    stats: Mapping[str, int] = field(default_factory=dict)  # created, updated, deleted (more are ignored)
-    failed: bool = False
+__all__ = ["SyncAlreadyRunning", "SyncOutcome", "SyncRunner", "UnknownCloud"]
 
 
 class SyncRunner(Protocol):

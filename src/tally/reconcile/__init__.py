@@ -48,6 +48,10 @@ from ._rules import reported_within_run as reported_within_run
 from ._run import RunSettings as RunSettings
 from ._run import RunStats as RunStats
 from ._run import run_sync as run_sync
+from ._runner import CloudsReadiness as CloudsReadiness
+from ._runner import RunnerOutcome as RunnerOutcome
+from ._runner import SyncAlreadyRunning as SyncAlreadyRunning
+from ._runner import UnknownCloud as UnknownCloud
 from ._scheduler import read_told_instant as read_told_instant
 from ._scheduler import run_cloud_scheduler as run_cloud_scheduler
 from ._scheduler import scheduler_specs as scheduler_specs
@@ -57,6 +61,7 @@ __all__ = [
     "ADAPTERS",
     "BATCH_SIZE",
     "Adapter",
+    "CloudsReadiness",
     "Correction",
     "Deferral",
     "DeletedResource",
@@ -71,12 +76,15 @@ __all__ = [
     "RunAborted",
     "RunSettings",
     "RunStats",
+    "RunnerOutcome",
     "SizeNameEntry",
     "SizeNamesFailed",
     "Status",
+    "SyncAlreadyRunning",
     "SyncError",
     "SyncOutcome",
     "SyncService",
+    "UnknownCloud",
     "adapter_class",
     "cap_errors",
     "create_instant",

@@ -19,14 +19,13 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from tally.config import CloudEntry, Settings, load_clouds_config
-from tally.http import CheckResult, SyncAlreadyRunning, UnknownCloud
-from tally.http import SyncOutcome as HttpSyncOutcome
 
 from . import _metrics
 from ._adapter import Adapter, adapter_class, validate_adapter_config
 from ._booking import IngestsEvents
 from ._model import Status, SyncOutcome
 from ._run import RunSettings, SyncStore, run_sync
+from ._runner import CloudsReadiness, RunnerOutcome, SyncAlreadyRunning, UnknownCloud
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +85,13 @@ class SyncService:
         """Cloud → why its entry was refused at startup; for the /readyz details."""
         return dict(self._problems)
 
-    async def readiness_check(self) -> CheckResult:
-        """The "clouds" entry of /readyz: always ready (one cloud's typo must not stop the others), with the
-        refused entries in its detail."""
+    async def readiness_check(self) -> CloudsReadiness:
+        """The "clouds" entry of /readyz (the daemon adapts it): always ready (one cloud's typo must not
+        stop the others), with the refused entries in its detail."""
         if not self._problems:
-            return CheckResult(True, f"{len(self._entries)} cloud(s) configured")
+            return CloudsReadiness(True, f"{len(self._entries)} cloud(s) configured")
         detail = "; ".join(f"cloud {c}: {r}" for c, r in sorted(self._problems.items()))
-        return CheckResult(True, f"adapter_config refused, runs of these clouds fail: {detail}")
+        return CloudsReadiness(True, f"adapter_config refused, runs of these clouds fail: {detail}")
 
     async def run_cloud(self, cloud: str, at: datetime | None = None) -> SyncOutcome:
         """Run one sync of ``cloud``; the outcome says completed, failed, lock held or unknown cloud."""
@@ -109,7 +108,7 @@ class SyncService:
             config_error=self._problems.get(cloud),
         )
 
-    async def run(self, cloud: str, at: datetime | None) -> HttpSyncOutcome:
+    async def run(self, cloud: str, at: datetime | None) -> RunnerOutcome:
         """The HTTP route's call: raises ``UnknownCloud`` (404) or ``SyncAlreadyRunning`` (409)."""
         outcome = await self.run_cloud(cloud, at)
         if outcome.status is Status.UNKNOWN_CLOUD:
@@ -117,7 +116,7 @@ class SyncService:
         if outcome.status is Status.LOCK_HELD:
             raise SyncAlreadyRunning(cloud)
         assert outcome.sync_run_id is not None
-        return HttpSyncOutcome(
+        return RunnerOutcome(
             sync_run_id=outcome.sync_run_id,
             stats=outcome.to_json()["stats"],
             failed=outcome.status is Status.FAILED,
