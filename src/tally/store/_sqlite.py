@@ -33,11 +33,24 @@ from ._sql import SqlStore, Tx, canonical_json, loads_json
 log = logging.getLogger(__name__)
 
 
+_STAMP_CACHE_LIMIT = 8192
+_stamps: dict[datetime, str] = {}
+
+
 def sqlite_stamp(value: datetime) -> str:
     """The stored text of an instant: fixed width (YYYY-MM-DDTHH:MM:SS.ffffffZ), so that comparing texts
     compares instants."""
-    # In UTC isoformat always ends in +00:00; cutting it is cheaper than a naive copy (ingest is hot).
-    return as_utc(value).isoformat(timespec="microseconds")[:-6] + "Z"
+    # Remembered: a batch writes the same few instants many times (its received_at on every event and
+    # row, the rows' first and creation instants). Equal aware datetimes are the same instant, so they
+    # share a text; a naive one never equals an aware one.
+    text = _stamps.get(value)
+    if text is None:
+        # In UTC isoformat always ends in +00:00; cutting it is cheaper than a naive copy.
+        text = as_utc(value).isoformat(timespec="microseconds")[:-6] + "Z"
+        if len(_stamps) >= _STAMP_CACHE_LIMIT:
+            _stamps.clear()
+        _stamps[value] = text
+    return text
 
 
 def from_stamp(text: str) -> datetime:
