@@ -10,12 +10,14 @@ Then, each in a process of its own so that its peak RSS is its own:
 3. a third sync after 1 % of every type drifted (state, size, count changes and deletions),
 4. openstacksdk (``openstack.connect``) listing the same five collections with all projects.
 
-Each phase reports its wall time and peak RSS. The store is the embedded SQLite file; the run's
-budget is lifted for the benchmark so that the first sync's duration is measured rather than cut.
+Each phase reports its wall time and peak RSS. The store is the embedded SQLite file, or with
+``--pg ADMIN_URL`` a fresh PostgreSQL database; the run's budget is lifted for the benchmark so that
+the first sync's duration is measured rather than cut. ``--no-sdk`` skips phase 4 (minutes at full
+scale) and its ratio.
 Targets: steady-state sync (2 and 3) within 45 s, at most 0.5 of the openstacksdk listing time,
 peak RSS at most 1 GiB.
 
-    python -m bench.sync [--quick] [--scale F]
+    python -m bench.sync [--quick] [--scale F] [--pg ADMIN_URL] [--no-sdk]
 """
 
 from __future__ import annotations
