@@ -1,6 +1,7 @@
 """Fixtures shared by every test area: the machine's PostgreSQL and RabbitMQ.
 
 - ``pg_url``: a fresh, empty PostgreSQL database (unique name), dropped after the test.
+- ``pg_schema_url``: a fresh schema of one database shared by the run, dropped after the test.
 - ``amqp_url``: the RabbitMQ URL; tests use unique exchange and queue names on it.
 
 A service that does not answer skips the test on a developer machine, but with ``CI`` set it fails:
@@ -13,7 +14,8 @@ import os
 import socket
 import uuid
 from collections.abc import Iterator
-from urllib.parse import urlsplit
+from contextlib import contextmanager
+from urllib.parse import quote, urlsplit
 
 import psycopg
 import pytest
@@ -36,19 +38,51 @@ def require_service(name: str, url: str) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """URL of a new empty database on the machine's PostgreSQL; dropped (forcibly) after the test."""
+def _database_url(name: str) -> str:
+    return urlsplit(PG_ADMIN_URL)._replace(path=f"/{name}").geturl()
+
+
+@contextmanager
+def _fresh_database(prefix: str) -> Iterator[str]:
     require_service("PostgreSQL", PG_ADMIN_URL)
-    name = f"tally_test_{uuid.uuid4().hex[:16]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
-    parts = urlsplit(PG_ADMIN_URL)
     try:
-        yield parts._replace(path=f"/{name}").geturl()
+        yield _database_url(name)
     finally:
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """URL of a new empty database on the machine's PostgreSQL; dropped (forcibly) after the test."""
+    with _fresh_database("tally_test") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def pg_session_database() -> Iterator[str]:
+    """One database for the whole run, dropped at its end; tests isolate themselves by schema."""
+    with _fresh_database("tally_test_session") as url:
+        yield url
+
+
+@pytest.fixture
+def pg_schema_url(pg_session_database: str) -> Iterator[str]:
+    """URL of a fresh, empty schema of the run's database (its connections use it as search_path).
+
+    A schema per test is far cheaper than a database per test, and as isolated for our tables.
+    """
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_session_database, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield f"{pg_session_database}?options={quote(f'-csearch_path={schema}')}"
+    finally:
+        with psycopg.connect(pg_session_database, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 @pytest.fixture

@@ -1,61 +1,23 @@
 """Fixtures of the store contract suite: every test runs on SQLite and on the machine's PostgreSQL.
 
-PostgreSQL: one fresh database per test session (dropped after); each test gets
-its own schema in it (search_path), so tests never see each other's rows.
-With CI set, an unreachable PostgreSQL fails the run instead of skipping.
+PostgreSQL: each test gets its own schema of the run's database (``pg_schema_url`` of
+tests/conftest.py), so tests never see each other's rows.
 """
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from urllib.parse import quote
 
-import psycopg
 import pytest
 
 from tally.core import Event, parse_event
 from tally.store import Store, open_store
 
-PG_ADMIN = os.environ.get("TALLY_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(scope="session")
-def store_pg_database() -> Iterator[str]:
-    """The URL of a database created for this test session."""
-    try:
-        admin = psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN}: {exc}")
-        pytest.skip(f"PostgreSQL is not reachable at {PG_ADMIN}: {exc}")
-    name = f"tally_test_store_{uuid.uuid4().hex[:12]}"
-    admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield PG_ADMIN.rsplit("/", 1)[0] + "/" + name
-    finally:
-        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-        admin.close()
-
-
-def pg_schema_url(database_url: str) -> tuple[str, str]:
-    """A new schema in the session database and a URL whose connections use it."""
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    return schema, f"{database_url}?options={quote(f'-csearch_path={schema}')}"
-
-
-def drop_pg_schema(database_url: str, schema: str) -> None:
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -64,12 +26,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'store.sqlite3'}"
         return
-    database = request.getfixturevalue("store_pg_database")
-    schema, url = pg_schema_url(database)
-    try:
-        yield url
-    finally:
-        drop_pg_schema(database, schema)
+    yield request.getfixturevalue("pg_schema_url")
 
 
 @pytest.fixture
