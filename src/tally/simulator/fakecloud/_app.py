@@ -252,14 +252,26 @@ def create_fake_cloud_app(
         refused = await gate("compute", authenticated=False)
         return refused if isinstance(refused, Response) else _nova.versions(compute_root())
 
-    def with_version(run: Callable[[Token, tuple[int, int]], Response]) -> Callable[[Token], Response]:
-        def inner(token: Token) -> Response:
-            version = _nova.negotiate(request.headers)
-            if isinstance(version, Response):
-                return version
-            return run(token, version)
+    Versioned = Callable[[Token, tuple[int, int]], Response]
+    Authorized = Callable[[Token], Response]
 
-        return inner
+    def microversioned(
+        negotiate: Callable[[Any], tuple[int, int] | Response],
+    ) -> Callable[[Versioned], Authorized]:
+        """A handler that first negotiates the service's microversion; a refusal answers instead."""
+
+        def wrap(run: Versioned) -> Authorized:
+            def inner(token: Token) -> Response:
+                version = negotiate(request.headers)
+                if isinstance(version, Response):
+                    return version
+                return run(token, version)
+
+            return inner
+
+        return wrap
+
+    with_version = microversioned(_nova.negotiate)
 
     @app.get("/compute/v2.1/")
     @app.get("/compute/v2.1")
@@ -299,14 +311,7 @@ def create_fake_cloud_app(
         refused = await gate("block-storage", authenticated=False)
         return refused if isinstance(refused, Response) else _cinder.versions(volume_root())
 
-    def cinder(run: Callable[[Token, tuple[int, int]], Response]) -> Callable[[Token], Response]:
-        def inner(token: Token) -> Response:
-            version = _cinder.negotiate(request.headers)
-            if isinstance(version, Response):
-                return version
-            return run(token, version)
-
-        return inner
+    cinder = microversioned(_cinder.negotiate)
 
     @app.get("/volume/v3/<project_id>/volumes/detail")
     @app.get("/volume/v3/volumes/detail")
