@@ -26,7 +26,7 @@ from tally.core import format_instant, parse_instant
 from ..clock import ClockError, PublishProgress, VirtualClock
 from ..world import World
 from . import _cinder, _glance, _neutron, _nova, _octavia
-from ._common import json_response
+from ._common import api_fault, json_response
 from ._context import Ctx
 from ._faults import ApiFaults, FaultError
 from ._inventory import InventoryCollector
@@ -283,7 +283,7 @@ def create_fake_cloud_app(
         def run(token: Token, version: tuple[int, int]) -> Response:
             deleted = "deleted" in request.args and token.is_admin
             if third_page("deleted_instance" if deleted else "instance"):
-                return _nova.fault(
+                return api_fault(
                     500,
                     "Unexpected API Error. Please report this at http://bugs.launchpad.net/nova/ "
                     "and attach the Nova API log if possible.",
@@ -318,7 +318,7 @@ def create_fake_cloud_app(
     async def volumes_detail(project_id: str | None = None) -> Response:
         def run(token: Token, version: tuple[int, int]) -> Response:
             if third_page("volume"):
-                return _cinder.fault(
+                return api_fault(
                     500,
                     "The server has either erred or is incapable of performing the requested operation.",
                     _cinder.version_headers(version),
@@ -485,7 +485,7 @@ def create_fake_cloud_app(
     async def not_found(_: Exception) -> Response:
         service = _service_of(request.path)
         if service == "compute":
-            return _nova.fault(404, "The resource could not be found.")
+            return api_fault(404, "The resource could not be found.")
         if service == "identity":
             return json_response(
                 {"error": {"code": 404, "title": "Not Found", "message": "The resource could not be found."}},

@@ -6,56 +6,39 @@ with the caller's own project. ``volume_type_id`` appears from microversion 3.63
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final
 
 from quart import Response
 
 from ..world import Resource, Segment
-from ._common import json_response, naive_micro, page, parse_limit, query_string, truthy
+from ._common import (
+    api_fault as fault,
+)
+from ._common import (
+    json_response,
+    naive_micro,
+    negotiate_microversion,
+    page,
+    parse_limit,
+    query_string,
+    truthy,
+)
 from ._context import Ctx
 
 MIN_VERSION: Final = (3, 0)
 MAX_VERSION: Final = (3, 70)
 MAX_LIMIT: Final = 1000
-_VERSION_RE: Final = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
-
-
-def fault(code: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    names = {
-        400: "badRequest",
-        401: "unauthorized",
-        403: "forbidden",
-        404: "itemNotFound",
-        503: "serviceUnavailable",
-    }
-    return json_response({names.get(code, "computeFault"): {"code": code, "message": message}}, code, headers)
 
 
 def negotiate(headers: Any) -> tuple[int, int] | Response:
-    value = None
-    modern = headers.get("OpenStack-API-Version")
-    if modern:
-        for part in modern.split(","):
-            service, _, version = part.strip().partition(" ")
-            if service.lower() in ("volume", "block-storage"):
-                value = version.strip()
-    if not value:
-        return MIN_VERSION
-    if value.lower() == "latest":
-        return MAX_VERSION
-    match = _VERSION_RE.match(value)
-    if match is None:
-        return fault(
-            400, f"API Version String {value} is of invalid format. Must be of format MajorNum.MinorNum."
-        )
-    version = (int(match.group(1)), int(match.group(2)))
-    if not MIN_VERSION <= version <= MAX_VERSION:
-        return fault(
-            406,
-            f"Version {value} is not supported by the API. Minimum is 3.0 and maximum is 3.{MAX_VERSION[1]}.",
-        )
-    return version
+    """The microversion a request asks for (3.0 when none), or cinder's 400/406 answer."""
+    return negotiate_microversion(
+        headers,
+        services=("volume", "block-storage"),
+        legacy_header=None,
+        minimum=MIN_VERSION,
+        maximum=MAX_VERSION,
+    )
 
 
 def version_headers(version: tuple[int, int]) -> dict[str, str]:

@@ -8,9 +8,10 @@ resources it skips; nothing per request outlives the request.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlencode
 
 import orjson
@@ -125,3 +126,63 @@ def query_string(params: Mapping[str, str] | list[tuple[str, str]]) -> str:
 
 def shifted(value: datetime, skew: timedelta) -> datetime:
     return value + skew if skew else value
+
+
+_VERSION_RE: Final = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
+
+
+def api_fault(code: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
+    """The error body nova and cinder share: ``{"badRequest": {"code": 400, "message": ...}}``."""
+    names = {
+        400: "badRequest",
+        401: "unauthorized",
+        403: "forbidden",
+        404: "itemNotFound",
+        503: "serviceUnavailable",
+    }
+    return json_response({names.get(code, "computeFault"): {"code": code, "message": message}}, code, headers)
+
+
+def version_text(version: tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
+def negotiate_microversion(
+    headers: Any,
+    *,
+    services: tuple[str, ...],
+    legacy_header: str | None,
+    minimum: tuple[int, int],
+    maximum: tuple[int, int],
+) -> tuple[int, int] | Response:
+    """The microversion a request asks for (the minimum when none), or the service's 400/406 answer.
+
+    ``OpenStack-API-Version`` names the service; nova still reads its older header when that one is
+    silent, which ``legacy_header`` names.
+    """
+    value = None
+    modern = headers.get("OpenStack-API-Version")
+    if modern:
+        for part in modern.split(","):
+            service, _, version = part.strip().partition(" ")
+            if service.lower() in services:
+                value = version.strip()
+    if value is None and legacy_header is not None:
+        value = headers.get(legacy_header)
+    if not value:
+        return minimum
+    if value.lower() == "latest":
+        return maximum
+    match = _VERSION_RE.match(value)
+    if match is None:
+        return api_fault(
+            400, f"API Version String {value} is of invalid format. Must be of format MajorNum.MinorNum."
+        )
+    version = (int(match.group(1)), int(match.group(2)))
+    if not minimum <= version <= maximum:
+        return api_fault(
+            406,
+            f"Version {value} is not supported by the API. Minimum is {version_text(minimum)} "
+            f"and maximum is {version_text(maximum)}.",
+        )
+    return version

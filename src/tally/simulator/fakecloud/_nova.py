@@ -7,20 +7,24 @@ nova keeps their rows until an operator archives them.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final
 
 from quart import Response
 
 from ..world import Flavor, Resource, Segment
 from ._common import (
+    api_fault as fault,
+)
+from ._common import (
     json_response,
     naive_micro,
+    negotiate_microversion,
     page,
     parse_limit,
     parse_time_param,
     query_string,
     truthy,
+    version_text,
     z_seconds,
 )
 from ._context import Ctx
@@ -49,56 +53,21 @@ _STATUS: Final = {
     "shelved_offloaded": "SHELVED_OFFLOADED",
 }
 _RESIZE: Final = frozenset({"resize_prep", "resize_migrating", "resize_migrated", "resize_finish"})
-_VERSION_RE: Final = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
-
-
-def fault(code: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    names = {
-        400: "badRequest",
-        401: "unauthorized",
-        403: "forbidden",
-        404: "itemNotFound",
-        503: "serviceUnavailable",
-    }
-    return json_response({names.get(code, "computeFault"): {"code": code, "message": message}}, code, headers)
-
-
-def _vstr(version: tuple[int, int]) -> str:
-    return f"{version[0]}.{version[1]}"
 
 
 def negotiate(headers: Any) -> tuple[int, int] | Response:
     """The microversion a request asks for (2.1 when none), or nova's 400/406 answer."""
-    value = None
-    modern = headers.get("OpenStack-API-Version")
-    if modern:
-        for part in modern.split(","):
-            service, _, version = part.strip().partition(" ")
-            if service.lower() == "compute":
-                value = version.strip()
-    if value is None:
-        value = headers.get("X-OpenStack-Nova-API-Version")
-    if not value:
-        return MIN_VERSION
-    if value.lower() == "latest":
-        return MAX_VERSION
-    match = _VERSION_RE.match(value)
-    if match is None:
-        return fault(
-            400, f"API Version String {value} is of invalid format. Must be of format MajorNum.MinorNum."
-        )
-    version = (int(match.group(1)), int(match.group(2)))
-    if not MIN_VERSION <= version <= MAX_VERSION:
-        return fault(
-            406,
-            f"Version {value} is not supported by the API. Minimum is {_vstr(MIN_VERSION)} "
-            f"and maximum is {_vstr(MAX_VERSION)}.",
-        )
-    return version
+    return negotiate_microversion(
+        headers,
+        services=("compute",),
+        legacy_header="X-OpenStack-Nova-API-Version",
+        minimum=MIN_VERSION,
+        maximum=MAX_VERSION,
+    )
 
 
 def version_headers(version: tuple[int, int]) -> dict[str, str]:
-    text = _vstr(version)
+    text = version_text(version)
     return {
         "OpenStack-API-Version": f"compute {text}",
         "X-OpenStack-Nova-API-Version": text,
@@ -110,8 +79,8 @@ def _version_doc(root: str) -> dict[str, Any]:
     return {
         "id": "v2.1",
         "status": "CURRENT",
-        "version": _vstr(MAX_VERSION),
-        "min_version": _vstr(MIN_VERSION),
+        "version": version_text(MAX_VERSION),
+        "min_version": version_text(MIN_VERSION),
         "updated": "2013-07-23T11:33:21Z",
         "links": [{"rel": "self", "href": f"{root}/v2.1/"}],
     }
