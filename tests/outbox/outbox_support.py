@@ -99,3 +99,21 @@ class SinkServer:
     def event_ids(self) -> set[str]:
         with self.lock:
             return {event_id for event_id, _ in self.events}
+
+
+def volume_event(n: int, **over: Any) -> dict[str, Any]:
+    """A valid wire event of volume ``n``; members overridable."""
+    event = {
+        "event_id": f"ev-{n}",
+        "timestamp": "2026-03-01T10:00:00Z",
+        "event_type": "volume.create.end",
+        "platform": "openstack",
+        "cloud": "os-dev",
+        "resource_type": "volume",
+        "resource_id": f"vol-{n}",
+        "project_id": "p1",
+        "source": "collector",
+        "payload": {"state": "available", "size": {"size_gb": 1, "type": "ssd"}},
+    }
+    event.update(over)
+    return event

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
+from outbox_support import volume_event
 
 from tally.ingest import IngestPipeline
 from tally.outbox import DeliveryStatus, IngestSink
@@ -14,34 +14,19 @@ from tally.store import open_store
 pytestmark = pytest.mark.anyio
 
 
-def _event(n: int, **over: Any) -> dict[str, Any]:
-    event = {
-        "event_id": f"ev-{n}",
-        "timestamp": "2026-03-01T10:00:00Z",
-        "event_type": "volume.create.end",
-        "platform": "openstack",
-        "cloud": "os-dev",
-        "resource_type": "volume",
-        "resource_id": f"vol-{n}",
-        "project_id": "p1",
-        "source": "collector",
-        "payload": {"state": "available", "size": {"size_gb": 1, "type": "ssd"}},
-    }
-    event.update(over)
-    return event
-
-
 async def test_accepts_counts_duplicates_and_refusals(tmp_path: Path) -> None:
     async with open_store(f"sqlite:///{tmp_path / 'store.sqlite3'}") as store:
         await store.migrate_up()
         sink = IngestSink(IngestPipeline(store, require_size_schema=False))
-        first = await sink.deliver([_event(1), _event(2), _event(3, payload={"state": "available"})])
+        first = await sink.deliver(
+            [volume_event(1), volume_event(2), volume_event(3, payload={"state": "available"})]
+        )
         assert first.status is DeliveryStatus.ACCEPTED
         assert (first.accepted, first.duplicates) == (2, 0)
         assert [(r.event_id, r.reason) for r in first.refused] == [
             ("ev-3", "schema: payload.size is required on create")
         ]
-        again = await sink.deliver([_event(1), _event(2)])
+        again = await sink.deliver([volume_event(1), volume_event(2)])
         assert (again.status, again.accepted, again.duplicates) == (DeliveryStatus.ACCEPTED, 0, 2)
 
 
@@ -49,5 +34,5 @@ async def test_a_batch_over_the_limit_is_too_large(tmp_path: Path) -> None:
     async with open_store(f"sqlite:///{tmp_path / 'store.sqlite3'}") as store:
         await store.migrate_up()
         sink = IngestSink(IngestPipeline(store, require_size_schema=False))
-        result = await sink.deliver([_event(n) for n in range(1001)])
+        result = await sink.deliver([volume_event(n) for n in range(1001)])
         assert result.status is DeliveryStatus.TOO_LARGE
