@@ -128,19 +128,34 @@ class Recorder:
         self._nova(h, at + build, "compute.instance.create.end", "active")
         return h
 
-    def power_off(self, h: Handle, at: datetime, rng: random.Random) -> datetime:
-        done = at + jitter(rng, 5, 30)
-        h.draft.transition(at, done, "powering-off", state="shutoff")
-        self._nova(h, at, "compute.instance.power_off.start", "active", "powering-off")
-        self._nova(h, done, "compute.instance.power_off.end", "stopped")
+    def _nova_operation(
+        self,
+        h: Handle,
+        at: datetime,
+        rng: random.Random,
+        operation: str,
+        seconds: tuple[int, int],
+        task: str,
+        vm_state: tuple[str, str],
+        state: str,
+    ) -> datetime:
+        """One nova operation whose start and end bracket a transitional span ending in ``state``;
+        ``vm_state`` is what nova reports before and after."""
+        done = at + jitter(rng, *seconds)
+        h.draft.transition(at, done, task, state=state)
+        self._nova(h, at, f"compute.instance.{operation}.start", vm_state[0], task)
+        self._nova(h, done, f"compute.instance.{operation}.end", vm_state[1])
         return done
 
+    def power_off(self, h: Handle, at: datetime, rng: random.Random) -> datetime:
+        return self._nova_operation(
+            h, at, rng, "power_off", (5, 30), "powering-off", ("active", "stopped"), "shutoff"
+        )
+
     def power_on(self, h: Handle, at: datetime, rng: random.Random) -> datetime:
-        done = at + jitter(rng, 5, 30)
-        h.draft.transition(at, done, "powering-on", state="active")
-        self._nova(h, at, "compute.instance.power_on.start", "stopped", "powering-on")
-        self._nova(h, done, "compute.instance.power_on.end", "active")
-        return done
+        return self._nova_operation(
+            h, at, rng, "power_on", (5, 30), "powering-on", ("stopped", "active"), "active"
+        )
 
     def resize(self, h: Handle, at: datetime, flavor: str, rng: random.Random) -> datetime:
         new = self.flavors[flavor]
@@ -178,11 +193,9 @@ class Recorder:
         return offloaded
 
     def unshelve(self, h: Handle, at: datetime, rng: random.Random) -> datetime:
-        done = at + jitter(rng, 30, 90)
-        h.draft.transition(at, done, "unshelving", state="active")
-        self._nova(h, at, "compute.instance.unshelve.start", "shelved_offloaded", "unshelving")
-        self._nova(h, done, "compute.instance.unshelve.end", "active")
-        return done
+        return self._nova_operation(
+            h, at, rng, "unshelve", (30, 90), "unshelving", ("shelved_offloaded", "active"), "active"
+        )
 
     def delete_instance(self, h: Handle, at: datetime, rng: random.Random) -> datetime:
         done = at + jitter(rng, 3, 20)
