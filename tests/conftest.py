@@ -2,6 +2,7 @@
 
 - ``pg_url``: a fresh, empty PostgreSQL database (unique name), dropped after the test.
 - ``pg_schema_url``: a fresh schema of one database shared by the run, dropped after the test.
+- ``pg_session_schema``: makes a schema of that database that lasts the whole run.
 - ``amqp_url``: the RabbitMQ URL; tests use unique exchange and queue names on it.
 
 A service that does not answer skips the test on a developer machine, but with ``CI`` set it fails:
@@ -13,7 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from urllib.parse import quote, urlsplit
 
@@ -69,20 +70,32 @@ def pg_session_database() -> Iterator[str]:
         yield url
 
 
+def _new_schema(database_url: str, prefix: str) -> tuple[str, str]:
+    """A new schema of ``database_url`` and a URL whose connections use it as search_path."""
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    return schema, f"{database_url}?options={quote(f'-csearch_path={schema}')}"
+
+
 @pytest.fixture
 def pg_schema_url(pg_session_database: str) -> Iterator[str]:
     """URL of a fresh, empty schema of the run's database (its connections use it as search_path).
 
     A schema per test is far cheaper than a database per test, and as isolated for our tables.
     """
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_session_database, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
+    schema, url = _new_schema(pg_session_database, "t")
     try:
-        yield f"{pg_session_database}?options={quote(f'-csearch_path={schema}')}"
+        yield url
     finally:
         with psycopg.connect(pg_session_database, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture(scope="session")
+def pg_session_schema(pg_session_database: str) -> Callable[[str], str]:
+    """Makes a schema that lives as long as the run (for an area that migrates once and shares it)."""
+    return lambda prefix: _new_schema(pg_session_database, prefix)[1]
 
 
 @pytest.fixture

@@ -1,15 +1,13 @@
 """Fixtures of the Reporting API tests: a migrated store on SQLite and on PostgreSQL, the app, tokens.
 
-Every test that takes ``api`` runs twice, once per backend. PostgreSQL tests
-create a database with a unique name and drop it after; with ``CI`` set a
+Every test that takes ``api`` runs twice, once per backend. PostgreSQL tests share
+one migrated schema of the run's database, emptied before each test; with ``CI`` set a
 PostgreSQL that does not answer fails the run instead of skipping it.
 """
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import anyio
@@ -19,53 +17,26 @@ from http_support import Api, build_api
 
 from tally.store import Store, open_store
 
-PG_ADMIN = os.environ.get("TALLY_TEST_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
 
 
-def _pg_available() -> bool:
-    try:
-        with psycopg.connect(PG_ADMIN, connect_timeout=3):
-            return True
-    except psycopg.OperationalError:
-        return False
-
-
-def _admin(sql: str) -> None:
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(sql)
-
-
-def _url(name: str) -> str:
-    return PG_ADMIN.rsplit("/", 1)[0] + "/" + name
-
-
 SEEDED_TYPES = ("instance", "volume", "floating_ip", "image", "loadbalancer")
 
 
 @pytest.fixture(scope="session")
-def http_pg_database() -> Iterator[str]:
-    """One migrated database per run (creating one per test costs seconds on a loaded machine)."""
-    if not _pg_available():
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL does not answer at {PG_ADMIN}")
-        pytest.skip("PostgreSQL does not answer")
-    name = f"tally_http_{uuid.uuid4().hex[:12]}"
-    _admin(f'CREATE DATABASE "{name}"')
+def http_pg_database(pg_session_schema: Callable[[str], str]) -> str:
+    """One migrated schema per run (creating one per test costs seconds on a loaded machine)."""
+    url = pg_session_schema("http")
 
     async def migrate() -> None:
-        async with open_store(_url(name), max_conns=1) as store:
+        async with open_store(url, max_conns=1) as store:
             await store.migrate_up()
 
-    try:
-        anyio.run(migrate)
-        yield _url(name)
-    finally:
-        _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    anyio.run(migrate)
+    return url
 
 
 @pytest.fixture
@@ -75,7 +46,7 @@ def http_pg_url(http_pg_database: str) -> str:
         tables = [
             row[0]
             for row in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
                 "AND tablename NOT IN ('schema_migrations', 'resource_types')"
             )
         ]
