@@ -4,7 +4,8 @@ The floor is a bare aio-pika consumer that only acks, reading the same
 messages (a second queue bound to the same exchange) in the same run with the
 same prefetch. The collector run is the real thing: AMQP source, decode, map,
 group commit to the SQLite outbox (WAL, synchronous=FULL), ack after commit,
-and the sender delivering to a sink that accepts everything.
+and the sender delivering to a sink that accepts everything. Both run under the
+daemon's garbage-collector policy (``tally.daemon.tune_garbage_collector``).
 
     python -m bench.collector [--quick] [-n N] [--prefetch P]
 """
@@ -26,6 +27,7 @@ import anyio
 
 from tally.collector import Collector, serve_collector
 from tally.config import Settings
+from tally.daemon import tune_garbage_collector
 from tally.outbox import DeliveryResult, DeliveryStatus
 
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/"
@@ -166,6 +168,8 @@ def main() -> None:
     parser.add_argument("--prefetch", type=int, default=100)
     args = parser.parse_args()
     n = args.n or (2000 if args.quick else 50_000)
+    # The collector runs under the daemon's garbage-collector policy, as `tally collector` would apply it.
+    tune_garbage_collector()
     anyio.run(main_async, n, args.prefetch)
 
 

@@ -9,6 +9,8 @@ For each backend (PostgreSQL, SQLite) the same rows are measured twice in one ru
   table (COPY for PostgreSQL, executemany for SQLite), 500 rows per transaction.
 
 ``--via pipeline`` calls ``IngestPipeline.ingest`` directly instead of HTTP.
+The server side runs under the daemon's garbage-collector policy
+(``tally.daemon.tune_garbage_collector``), as `tally run` applies it.
 Prints a table and ``RATIO`` lines. ``--quick`` is the CI mode (a few thousand events).
 
     .venv/bin/python -m bench.ingest [--quick] [--events N] [--via http|pipeline] [--backends pg,sqlite]
@@ -36,6 +38,7 @@ import psycopg
 
 from tally.config import Settings
 from tally.core import format_instant
+from tally.daemon import tune_garbage_collector
 from tally.http import ReportingServices, create_reporting_app, serve_quart
 from tally.ingest import IngestPipeline
 from tally.store import Store, hash_secret, open_store
@@ -337,4 +340,6 @@ if __name__ == "__main__":
     if arguments.client:
         run_client(*arguments.client)
     else:
+        # The server runs under the daemon's garbage-collector policy, as `tally run` would apply it.
+        tune_garbage_collector()
         anyio.run(main, arguments)

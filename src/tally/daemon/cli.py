@@ -18,6 +18,8 @@ from typing import Any
 
 import anyio
 
+from ._garbage import tune_garbage_collector
+
 COMMAND_MODULES: tuple[str, ...] = (
     "tally.daemon.commands",
     "tally.http.commands",
@@ -46,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
+    tune_garbage_collector()
     if inspect.iscoroutinefunction(handler):
         code = anyio.run(handler, args)
     else:
