@@ -28,6 +28,23 @@ def test_v2_envelope_decodes_the_inner_string_with_exact_numbers() -> None:
     assert outcome.notification.context_project_id == "p"
 
 
+@pytest.mark.parametrize("as_text", [False, True])
+def test_v1_bare_message_keeps_exact_numbers_too(as_text: bool) -> None:
+    inner = dict(INNER, payload={**INNER["payload"], "size": "SIZE", "big": 2**70})
+    text = json.dumps(inner).replace('"SIZE"', "0.10000000000000000001")
+    outcome = decode_body(text if as_text else text.encode())
+    assert isinstance(outcome, Decoded)
+    assert outcome.notification.payload["size"] == Decimal("0.10000000000000000001")
+    assert outcome.notification.payload["big"] == 2**70
+
+
+def test_v2_inner_message_with_integers_beyond_64_bits_decodes() -> None:
+    inner = dict(INNER, payload={**INNER["payload"], "big": 2**70})
+    outcome = decode_body(json.dumps({"oslo.version": "2.0", "oslo.message": json.dumps(inner)}).encode())
+    assert isinstance(outcome, Decoded)
+    assert outcome.notification.payload["big"] == 2**70
+
+
 @pytest.mark.parametrize(
     ("body", "reason"),
     [

@@ -40,6 +40,19 @@ async def test_batches_are_posted_with_the_token_and_rows_deleted(tmp_path: Path
     assert _metric("tally_collector_last_accepted_batch_timestamp_seconds") > 0
 
 
+async def test_an_event_with_an_integer_beyond_64_bits_is_posted_as_written(tmp_path: Path) -> None:
+    event = volume_event(1)
+    event["payload"]["provider"] = {"counter": 2**70}
+    with SinkServer() as server:
+        sink = HttpSink(server.url, None, insecure=True)
+        async with open_outbox(tmp_path / "o.sqlite3") as outbox:
+            await outbox.add(_rows([event]))
+            await Sender(outbox, sink, batch_max=10, flush_interval_s=60).flush_until_empty()
+        await sink.aclose()
+    [stored] = server.events.values()
+    assert stored["payload"]["provider"]["counter"] == 2**70
+
+
 async def test_rows_wait_through_500s_and_are_delivered_once_after(tmp_path: Path) -> None:
     with SinkServer() as server:
         server.fail_count = 3

@@ -295,9 +295,10 @@ def map_decoded(notification: Notification, *, cloud: str) -> MapOutcome:
         "source": "collector",
         "payload": event_payload,
     }
-    if len(dumps(event)) > MAX_EVENT_BYTES:
+    text = dumps(event)
+    if len(text) > MAX_EVENT_BYTES:
         return Skipped("oversized_event", oslo_type, notification.message_id)
-    return Mapped(event, oslo_type)
+    return Mapped(event, oslo_type, text)
 
 
 def map_notification(body: bytes | str | Mapping[str, Any], *, cloud: str) -> MapOutcome:

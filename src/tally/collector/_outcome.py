@@ -36,10 +36,12 @@ class Decoded:
 
 @dataclass(frozen=True, slots=True)
 class Mapped:
-    """A canonical event as the wire object ``POST /api/v1/events`` takes."""
+    """A canonical event as the wire object ``POST /api/v1/events`` takes, and its JSON text (what
+    the outbox stores; written once, when the mapping measured the event's size)."""
 
     event: dict[str, Any]
     oslo_event_type: str
+    text: bytes
 
     @property
     def event_id(self) -> str:
