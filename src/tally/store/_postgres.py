@@ -417,12 +417,6 @@ class PostgresStore(SqlStore):
             await self._write_extras(tx, dead_letters, audits, at)
         return BatchOutcome(tuple(inserted), tuple(duplicates), tuple(replayed))
 
-    async def _insert_events(self, tx: Tx, events: Sequence[Event], received_at: datetime) -> list[Event]:
-        assert isinstance(tx, _PgTx)
-        cursor = await tx.conn.execute(_INSERT_EVENTS, [received_at, *_event_columns(events)])
-        stored = {(r[0], as_utc(r[1])) for r in await cursor.fetchall()}
-        return [e for e in events if (e.event_id, e.timestamp) in stored]
-
     async def _lock_keys(self, tx: Tx, keys: Sequence[ResourceKey]) -> None:
         assert isinstance(tx, _PgTx)
         names = [f"{k.cloud}:{k.resource_type}:{k.resource_id}" for k in keys]

@@ -3,9 +3,10 @@
 A backend supplies transactions (``_tx``), the conversion of instants, JSON and
 id lists to and from its column types, the time-bucket expression, how a
 migration file is run, and its sync lock. Statements here use ``?``
-placeholders; the PostgreSQL backend rewrites them. The hot ingest steps
-(``_insert_events``, ``_upsert_rows``, ``_lock_keys``) are seams too, so
-PostgreSQL can send a whole batch as arrays in one statement.
+placeholders; the PostgreSQL backend rewrites them. The ingest steps
+(``_load_rows``, ``_upsert_rows``, ``_lock_keys``) are seams too, and
+PostgreSQL writes a whole batch its own way (``write_batch``), as arrays in
+pipeline mode.
 """
 
 from __future__ import annotations
