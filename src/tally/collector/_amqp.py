@@ -7,13 +7,13 @@ A missing exchange is probed again in the background with backoff from 1 s
 to 60 s and bound when it appears. None present at all, or any missing while
 ``require_exchanges`` is set, fails the start with a message naming them.
 
-Probes run on a short-lived plain connection: a passive declare of a missing
-entity closes its channel, which a robust channel would then try to restore.
-
-The consuming connection is robust (``connect_robust``): after a broker
-restart it reconnects, redeclares the queue and its bindings and consumes
-again. Deliveries of the old channel can no longer be acked; the broker
-requeues them and the outbox's unique event_id folds the redelivery away.
+Probes and queue statistics run on short-lived aio-pika connections. The
+consuming connection is the lean consumer of ``_wire``: when it ends (a broker
+restart, a dropped connection, missed heartbeats) the source connects again
+with backoff from 1 s to 60 s, declares the queue, binds the exchanges that are
+there and consumes again. Deliveries of the old connection can no longer be
+acked; the broker requeues them and the outbox's unique event_id folds the
+redelivery away.
 """
 
 from __future__ import annotations
@@ -27,16 +27,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aio_pika
 import aio_pika.exceptions
-import aiormq.exceptions
 import anyio
-from aio_pika.abc import AbstractRobustConnection
-from aiormq.abc import DeliveredMessage
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
 from . import _metrics
 from ._delivery import Delivery
 from ._errors import CollectorError
+from ._wire import AmqpAddress, AmqpClosed, AmqpUrlInvalid, ConsumerConnection, Delivered, run_consumer
 
 log = logging.getLogger(__name__)
 
@@ -124,33 +122,33 @@ class AmqpSource:
         self.config = config
         self.bound: list[str] = []
         self.missing: list[str] = []
-        self._queue: aio_pika.abc.AbstractQueue | None = None
+        self._connection: ConsumerConnection | None = None
         self._present: list[str] | None = None
+        self._missing_changed = anyio.Event()
 
     async def ack(self, deliveries: Sequence[Delivery]) -> None:
-        # One ack with multiple=True per channel acks the whole group: the group holds every
-        # delivery of that channel not acked before, because deliveries are taken in order.
-        last: dict[int, DeliveredMessage] = {}
+        # One ack with multiple=True per connection acks the whole group: the group holds every
+        # delivery of that connection not acked before, because deliveries are taken in order.
+        last: dict[int, tuple[ConsumerConnection, int]] = {}
         for delivery in deliveries:
-            message: DeliveredMessage = delivery.handle
-            last[id(message.channel)] = message
-        for message in last.values():
-            channel, tag = message.channel, message.delivery_tag
-            if tag is None or channel.is_closed:
+            connection, tag = delivery.handle
+            last[id(connection)] = (connection, tag)
+        for connection, tag in last.values():
+            if connection.closed:
                 # The connection this came on is gone; the broker requeued it for a redelivery.
                 _metrics.ACK_FAILURES.inc()
                 continue
             try:
-                await channel.basic_ack(tag, multiple=True)
-            except (aiormq.exceptions.AMQPError, RuntimeError) as exc:
+                await connection.ack(tag)
+            except AmqpClosed as exc:
                 _metrics.ACK_FAILURES.inc()
                 log.warning("collector: ack failed, the broker will redeliver error=%s", exc)
 
-    async def _bind(self, exchange: str) -> None:
-        assert self._queue is not None
+    async def _bind(self, connection: ConsumerConnection, exchange: str) -> None:
         for topic in self.config.topics:
-            await self._queue.bind(exchange, routing_key=topic)
-        self.bound.append(exchange)
+            await connection.bind(self.config.queue_name, exchange, topic)
+        if exchange not in self.bound:
+            self.bound.append(exchange)
         log.info(
             "collector: bound queue=%s exchange=%s topics=%s",
             self.config.queue_name,
@@ -158,24 +156,42 @@ class AmqpSource:
             ",".join(self.config.topics),
         )
 
+    def _set_missing(self, missing: list[str]) -> None:
+        self.missing = missing
+        _metrics.EXCHANGES_MISSING.set(len(missing))
+        self._missing_changed.set()
+        self._missing_changed = anyio.Event()
+
     async def _bind_missing_later(self) -> None:
-        delay = BACKOFF_MIN_S
-        while self.missing:
-            await anyio.sleep(delay)
-            delay = min(BACKOFF_MAX_S, delay * 2)
-            try:
-                present, missing = await probe_exchanges(self.config.url, self.missing)
-            except CollectorError as exc:
-                log.warning("collector: exchange probe failed error=%s", exc)
+        """Probe the missing exchanges with backoff from 1 s to 60 s; bind each on the live connection
+        as it appears. Runs for the source's life: a reconnect may find an exchange gone."""
+        while True:
+            if not self.missing:
+                await self._missing_changed.wait()
                 continue
-            for name in present:
-                await self._bind(name)
-            self.missing = missing
-            _metrics.EXCHANGES_MISSING.set(len(missing))
-            if missing:
-                log.info(
-                    "collector: exchanges still missing names=%s retry_in_s=%.0f", ",".join(missing), delay
-                )
+            delay = BACKOFF_MIN_S
+            while self.missing:
+                await anyio.sleep(delay)
+                delay = min(BACKOFF_MAX_S, delay * 2)
+                connection = self._connection
+                if connection is None or connection.closed:
+                    continue
+                try:
+                    present, missing = await probe_exchanges(self.config.url, self.missing)
+                    for name in present:
+                        await self._bind(connection, name)
+                except CollectorError as exc:
+                    log.warning("collector: exchange probe failed error=%s", exc)
+                    continue
+                except AmqpClosed:
+                    continue  # the connection ended; the reconnect binds what is there
+                self._set_missing(missing)
+                if missing:
+                    log.info(
+                        "collector: exchanges still missing names=%s retry_in_s=%.0f",
+                        ",".join(missing),
+                        delay,
+                    )
 
     async def _refresh_queue_statistics(self) -> None:
         while True:
@@ -192,6 +208,10 @@ class AmqpSource:
     async def preflight(self) -> None:
         """Probe the exchanges; raise ``CollectorError`` naming them when the collector cannot start."""
         config = self.config
+        try:
+            AmqpAddress.parse(config.url)
+        except AmqpUrlInvalid as exc:
+            raise CollectorError(f"TALLY_OSC_AMQP_URL {redact_url(config.url)}: {exc}") from None
         present, missing = await probe_exchanges(config.url, config.exchanges)
         if not present:
             raise CollectorError(
@@ -204,8 +224,7 @@ class AmqpSource:
                 "and TALLY_OSC_REQUIRE_EXCHANGES=true"
             )
         self._present = present
-        self.missing = missing
-        _metrics.EXCHANGES_MISSING.set(len(missing))
+        self._set_missing(missing)
         if missing:
             log.warning(
                 "collector: exchanges missing, retrying in the background names=%s", ",".join(missing)
@@ -217,63 +236,72 @@ class AmqpSource:
         *,
         task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Declare, bind and consume until cancelled; ``started()`` once consuming.
+        """Declare, bind and consume until cancelled, connecting again whenever the connection ends;
+        ``started()`` once consuming. A first connection that fails raises ``CollectorError``.
 
         Runs ``preflight`` first unless the caller already did.
         """
         config = self.config
         if self._present is None:
             await self.preflight()
-        present = self._present or []
-        try:
-            connection: AbstractRobustConnection = await aio_pika.connect_robust(
-                config.url,
-                client_properties={
-                    "connection_name": f"tally-collector {config.queue_name} pid={os.getpid()}"
-                },
-            )
-        except (OSError, aio_pika.exceptions.AMQPError) as exc:
-            raise CollectorError(
-                f"cannot connect to the AMQP broker at {redact_url(config.url)}: {exc}"
-            ) from exc
-        try:
-            channel = await connection.channel()
-            await channel.set_qos(prefetch_count=config.prefetch)
-            self._queue = await channel.declare_queue(
-                config.queue_name, durable=True, arguments=config.queue_arguments()
-            )
-            for name in present:
-                await self._bind(name)
+        address = AmqpAddress.parse(config.url)
+        name = f"tally-collector {config.queue_name} pid={os.getpid()}"
+        started = False
+        connection: ConsumerConnection | None = None
+        delay = BACKOFF_MIN_S
 
-            async def on_message(message: DeliveredMessage) -> None:
-                delivery = Delivery(message.body, message.exchange or "", message.routing_key or "", message)
+        async def hand_over(message: Delivered) -> None:
+            handle = (connection, message.delivery_tag)
+            delivery = Delivery(message.body, message.exchange, message.routing_key, handle)
+            try:
+                # The stream holds more than the prefetch window, so this never waits and the
+                # deliveries keep the broker's order (which the multiple-ack relies on).
+                deliveries.send_nowait(delivery)
+            except anyio.WouldBlock:
+                await deliveries.send(delivery)
+
+        async def set_up(opened: ConsumerConnection) -> None:
+            nonlocal connection, started, delay
+            connection = opened
+            await opened.qos(config.prefetch)
+            await opened.declare_queue(config.queue_name, config.queue_arguments())
+            if started:
+                # A reconnect: bind what is there now; anything gone joins the missing.
                 try:
-                    # The stream holds more than the prefetch window, so this never waits and the
-                    # deliveries keep the broker's order (which the multiple-ack relies on).
-                    deliveries.send_nowait(delivery)
-                except anyio.WouldBlock:
-                    await deliveries.send(delivery)
-
-            async def consume(*_reopened: object) -> None:
-                # Consuming on the underlying aiormq channel skips aio-pika's per-message object
-                # (a third of a bare aio-pika consumer's CPU). The robust channel restores qos, the
-                # queue and its bindings after a reconnect, then calls this again for the consumer.
-                underlay = await channel.get_underlay_channel()
-                await underlay.basic_consume(config.queue_name, on_message, no_ack=False)
-
-            channel.reopen_callbacks.add(consume)
-            async with anyio.create_task_group() as tg:
+                    present, missing = await probe_exchanges(config.url, [*self.bound, *self.missing])
+                except CollectorError as exc:
+                    raise AmqpClosed(str(exc)) from None
+                self._set_missing(missing)
+            else:
+                present = self._present or []
+            for exchange in present:
+                await self._bind(opened, exchange)
+            await opened.consume(config.queue_name, f"tally-collector-{os.getpid()}")
+            self._connection = opened
+            delay = BACKOFF_MIN_S
+            log.info(
+                "collector: consuming queue=%s type=%s prefetch=%d exchanges=%s",
+                config.queue_name,
+                config.queue_type,
+                config.prefetch,
+                ",".join(self.bound),
+            )
+            if not started:
+                started = True
                 tg.start_soon(self._bind_missing_later)
                 tg.start_soon(self._refresh_queue_statistics)
-                await consume()
-                log.info(
-                    "collector: consuming queue=%s type=%s prefetch=%d exchanges=%s",
-                    config.queue_name,
-                    config.queue_type,
-                    config.prefetch,
-                    ",".join(self.bound),
-                )
                 task_status.started()
-        finally:
-            with anyio.CancelScope(shield=True):
-                await connection.close()
+
+        async with anyio.create_task_group() as tg:
+            while True:
+                ended = await run_consumer(
+                    address, connection_name=name, on_delivery=hand_over, on_ready=set_up
+                )
+                self._connection = None
+                if not started:
+                    break
+                log.warning("collector: connection ended, connecting again in %.0f s error=%s", delay, ended)
+                await anyio.sleep(delay)
+                delay = min(BACKOFF_MAX_S, delay * 2)
+        # Raised here, outside the task group, so that the caller sees the error itself.
+        raise CollectorError(f"cannot consume from the AMQP broker at {redact_url(config.url)}: {ended}")

@@ -9,7 +9,8 @@ from typing import Any, Protocol
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """A body with where it came from; ``handle`` is the source's own ack token (an aio-pika message)."""
+    """A body with where it came from; ``handle`` is the source's own ack token (for AMQP the
+    connection and the delivery tag)."""
 
     body: bytes
     exchange: str
