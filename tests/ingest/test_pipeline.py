@@ -18,7 +18,7 @@ from tally.ingest import (
     keep_current_resources_fresh,
     refresh_current_resources,
 )
-from tally.store import EventFilter, SizeName, Store
+from tally.store import EventFilter, SizeName, Store, open_store
 
 pytestmark = pytest.mark.anyio
 
@@ -170,6 +170,32 @@ async def test_size_names_replace_ids_and_keep_the_original(store: Store, make_w
     assert stored.payload["provider"] == {"o": 1, "size_as_reported": {"type": "9f1c-id"}}
     row = await store.get_resource(ResourceKey("os-dev", "volume", "vol-1"))
     assert row is not None and row.size["type"] == "ssd"
+
+
+async def test_a_store_of_one_connection_ingests_sized_events_of_a_scope(
+    request: pytest.FixtureRequest, make_wire: Any
+) -> None:
+    """The batch's transaction opens before validation, so what validation looks up (size names,
+    schemas) must be read first: with one connection, a lookup inside would wait for ever."""
+    async with open_store(request.getfixturevalue("pg_schema_url"), max_conns=1) as store:
+        await store.migrate_up()
+        await store.replace_size_names("os-dev", [SizeName("os-dev", "volume", "type", "9f1c-id", "ssd")])
+        pipeline = IngestPipeline(store, require_size_schema=True)
+        volume = make_wire(
+            "v",
+            "volume.create.end",
+            resource_type="volume",
+            resource_id="vol-1",
+            payload={"state": "available", "size": {"size_gb": 10, "type": "9f1c-id"}},
+        )
+        outside = make_wire("o", cloud="os-other", resource_id="vm-9")
+        with anyio.fail_after(10):
+            result = await pipeline.ingest(
+                [make_wire("a"), volume, outside], scope=IngestScope("openstack", "os-dev")
+            )
+        assert (result.accepted, [r.reason for r in result.rejected]) == (2, ["scope"])
+        row = await store.get_resource(ResourceKey("os-dev", "volume", "vol-1"))
+        assert row is not None and row.size["type"] == "ssd"
 
 
 async def test_batch_over_1000_stores_nothing(store: Store, make_wire: Any) -> None:

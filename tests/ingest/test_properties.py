@@ -111,3 +111,67 @@ async def test_only_a_create_after_the_last_delete_revives(
         assert (row.deleted_at is None) == revived
         if not revived:
             assert row.state == "deleted"
+
+
+_examples = iter(range(10**9))
+
+
+@st.composite
+def busy_batches(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
+    """Up to 300 resources of one fresh cloud with one to three events each, shuffled, some repeated,
+    cut into batches: enough keys and items to span the pipeline's validation chunks and the
+    PostgreSQL store's upsert chunks."""
+    rnd = draw(st.randoms(use_true_random=False))
+    cloud = f"os-busy-{next(_examples)}"
+    history: list[dict[str, Any]] = []
+    for r in range(draw(st.integers(1, 300))):
+        for i, minute in enumerate(sorted(rnd.sample(range(600), rnd.randint(1, 3)))):
+            event_type = "compute.instance.create.end" if i == 0 else rnd.choice(TYPES)
+            payload: dict[str, Any] = {}
+            if category_of(event_type) is not Category.DELETE:
+                payload["state"] = rnd.choice(["active", "shutoff"])
+                if category_of(event_type) is Category.CREATE or rnd.random() < 0.3:
+                    payload["size"] = rnd.choice(SIZES)
+            history.append(
+                {
+                    "event_id": f"{cloud}-{r}-{i}",
+                    "timestamp": (BASE + timedelta(minutes=minute)).isoformat(),
+                    "event_type": event_type,
+                    "platform": "openstack",
+                    "cloud": cloud,
+                    "resource_type": "instance",
+                    "resource_id": f"vm-{r}",
+                    "project_id": "p-1",
+                    "payload": payload,
+                }
+            )
+    sent = history + [rnd.choice(history) for _ in range(rnd.randint(0, 20))]
+    rnd.shuffle(sent)
+    cuts = sorted(rnd.sample(range(len(sent) + 1), rnd.randint(0, 2)))
+    batches = [sent[a:b] for a, b in zip([0, *cuts], [*cuts, len(sent)], strict=True) if b > a]
+    return history, batches
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(case=busy_batches())
+async def test_busy_batches_fold_every_key_as_its_history_does(
+    store: Any, case: tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]
+) -> None:
+    history, batches = case
+    pipeline = IngestPipeline(store, require_size_schema=True)
+    accepted = 0
+    for batch in batches:
+        result = await pipeline.ingest(batch)
+        assert result.rejected == []
+        accepted += result.accepted
+    assert accepted == len(history)
+    by_key: dict[ResourceKey, list[StoredEvent]] = {}
+    for item in history:
+        event = parse_event(item)
+        by_key.setdefault(event.key, []).append(StoredEvent(event, BASE))
+    for key, events in by_key.items():
+        assert await store.get_resource(key) == project(events), key

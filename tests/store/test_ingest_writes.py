@@ -194,3 +194,38 @@ async def test_awkward_text_survives_the_batch_path(store: Store, make_event) ->
     row = await store.get_resource(key)
     assert row is not None and (row.project_id, row.state, row.last_event_id) == ("NULL", 'a"b', "id,{1}")
     assert [s.event for s in await store.resource_history(key)] == [event]
+
+
+async def test_an_opened_batch_takes_events_in_chunks_and_keys_it_was_not_told_of(
+    store: Store, make_event
+) -> None:
+    stored_before = make_event("compute.instance.create.end", "2026-03-01T09:00:00Z", resource_id="vm-3")
+    await store.write_batch([stored_before])
+    told = make_event("compute.instance.create.end", "2026-03-01T10:00:00Z")
+    untold = make_event("compute.instance.create.end", "2026-03-01T10:00:00Z", resource_id="vm-2")
+    late = make_event("compute.instance.update", "2026-03-01T08:00:00Z", resource_id="vm-3", state="paused")
+    refused_key = ResourceKey("os-dev", "instance", "named-but-refused")
+    async with store.open_batch([KEY, refused_key, late.key]) as batch:
+        await batch.add([told, stored_before])
+        await batch.add([untold, told, late])
+        outcome = await batch.finish(dead_letters=[DeadLetter(reason="schema: x", raw={})])
+    assert {e.event_id for e in outcome.inserted} == {told.event_id, untold.event_id, late.event_id}
+    assert {e.event_id for e in outcome.duplicates} == {told.event_id, stored_before.event_id}
+    assert outcome.replayed == (late.key,)
+    for key in (KEY, untold.key):
+        row = await store.get_resource(key)
+        assert row is not None and row.state == "active"
+    assert await store.get_resource(refused_key) is None
+    assert len((await store.list_rejected()).items) == 1
+
+
+async def test_a_batch_left_by_an_error_stores_nothing(store: Store, make_event) -> None:
+    create = make_event("compute.instance.create.end")
+    with pytest.raises(RuntimeError, match="after the finish"):
+        async with store.open_batch([KEY]) as batch:
+            await batch.add([create])
+            await batch.finish(dead_letters=[DeadLetter(reason="schema: x", raw={})])
+            raise RuntimeError("after the finish")
+    assert await store.get_resource(KEY) is None
+    assert await store.resource_history(KEY) == []
+    assert (await store.list_rejected()).items == []

@@ -6,6 +6,12 @@ transaction, insert the survivors (a conflict on (event_id, timestamp) is a
 duplicate), fold them into the projection per key in key order, and write the
 dead letters and audit rows. Every refused item says why, naming the member;
 what the same batch got right is kept.
+
+The store's transaction opens before the validation, told the resources the
+raw items name, and takes the survivors a chunk at a time: PostgreSQL locks,
+reads and inserts while the next chunk is validated. So everything the
+validation looks up (size names, size schemas) is read first, outside it: the
+open batch may hold the store's only connection.
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ from typing import Any
 
 import anyio
 import orjson
+from jsonschema import Draft202012Validator
 
-from tally.core import Event, EventInvalid, parse_event, utc_now
-from tally.store import AuditEntry, DeadLetter, ResourceType, SizeName, Store
+from tally.core import Event, EventInvalid, ResourceKey, parse_event, utc_now
+from tally.store import AuditEntry, BatchOutcome, DeadLetter, ResourceType, SizeName, Store
 
 from . import _metrics as metrics
 from ._schemas import SchemaCache
@@ -30,6 +37,8 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH = 1000
 MAX_RAW_BYTES = 64 * 1024
+# Items validated before their survivors go to the store, which inserts them while the next are read.
+VALIDATE_CHUNK = 100
 SCOPE_VIOLATION = "events.scope_violation"
 
 
@@ -121,6 +130,50 @@ def _json_problem(item: object) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Lookups:
+    """What the validation of one batch reads from the store, read before its transaction opens."""
+
+    names: Mapping[str, Mapping[tuple[str, str, str], str]]
+    validators: Mapping[tuple[str, str], Draft202012Validator | None]
+
+
+@dataclass(slots=True)
+class _Refusals:
+    """The refused items of one batch: the answer's entries, the dead letters and the audit rows."""
+
+    rejected: list[Rejection] = field(default_factory=list)
+    dead: list[DeadLetter] = field(default_factory=list)
+    audits: list[AuditEntry] = field(default_factory=list)
+
+
+def _named(
+    items: Sequence[object], scope: IngestScope | None
+) -> tuple[set[str], set[tuple[str, str]], set[ResourceKey]]:
+    """Read from the raw items before validation, which keeps these members as they are: the
+    resource keys they name, and the clouds and (platform, resource type) pairs whose size names and
+    schemas the sized items inside the scope need."""
+    clouds: set[str] = set()
+    pairs: set[tuple[str, str]] = set()
+    keys: set[ResourceKey] = set()
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        platform, cloud = item.get("platform"), item.get("cloud")
+        resource_type, resource_id = item.get("resource_type"), item.get("resource_id")
+        if not (isinstance(platform, str) and isinstance(cloud, str) and isinstance(resource_type, str)):
+            continue
+        if scope is not None and (platform, cloud) != (scope.platform, scope.cloud):
+            continue
+        if isinstance(resource_id, str):
+            keys.add(ResourceKey(cloud, resource_type, resource_id))
+        payload = item.get("payload")
+        if isinstance(payload, Mapping) and payload.get("size") is not None:
+            clouds.add(cloud)
+            pairs.add((platform, resource_type))
+    return clouds, pairs, keys
+
+
 def _apply_size_names(event: Event, names: Mapping[tuple[str, str, str], str]) -> Event:
     size = event.size
     if size is None or not names:
@@ -160,24 +213,54 @@ class IngestPipeline:
     def invalidate_schema(self, platform: str, resource_type: str) -> None:
         self._schemas.invalidate(platform, resource_type)
 
-    async def _names_of(
-        self, cloud: str, cache: dict[str, dict[tuple[str, str, str], str]]
-    ) -> dict[tuple[str, str, str], str]:
-        if cloud not in cache:
-            rows: list[SizeName] = await self._store.size_names(cloud)
-            cache[cloud] = {(r.resource_type, r.member, r.value): r.name for r in rows}
-        return cache[cloud]
+    async def _names_of(self, cloud: str) -> dict[tuple[str, str, str], str]:
+        rows: list[SizeName] = await self._store.size_names(cloud)
+        return {(r.resource_type, r.member, r.value): r.name for r in rows}
 
     async def ingest(
         self, items: Sequence[object], *, source: str = "collector", scope: IngestScope | None = None
     ) -> IngestResult:
         if len(items) > MAX_BATCH:
             raise BatchTooLarge(len(items))
-        rejected: list[Rejection] = []
-        dead: list[DeadLetter] = []
-        audits: list[AuditEntry] = []
+        clouds, pairs, keys = _named(items, scope)
+        lookups = _Lookups(
+            names={cloud: await self._names_of(cloud) for cloud in clouds},
+            validators={pair: await self._schemas.validator(*pair) for pair in pairs},
+        )
+        refusals = _Refusals()
+        async with self._store.open_batch(keys, received_at=utc_now()) as batch:
+            for start in range(0, len(items), VALIDATE_CHUNK):
+                survivors = self._validate(items, start, source, scope, lookups, refusals)
+                if survivors:
+                    await batch.add(survivors)
+            outcome = await batch.finish(dead_letters=refusals.dead, audits=refusals.audits)
+        self._count(outcome)
+        rejected = refusals.rejected
+        if rejected:
+            log.info(
+                "ingest batch items=%d accepted=%d duplicates=%d rejected=%d first_reason=%s",
+                len(items),
+                len(outcome.inserted),
+                len(outcome.duplicates),
+                len(rejected),
+                rejected[0].reason,
+            )
+        return IngestResult(
+            len(outcome.inserted), len(outcome.duplicates), sorted(rejected, key=lambda r: r.index)
+        )
+
+    def _validate(
+        self,
+        items: Sequence[object],
+        start: int,
+        source: str,
+        scope: IngestScope | None,
+        lookups: _Lookups,
+        refusals: _Refusals,
+    ) -> list[Event]:
+        """The survivors among ``VALIDATE_CHUNK`` items from ``start``; the refusals go to ``refusals``."""
         survivors: list[Event] = []
-        names: dict[str, dict[tuple[str, str, str], str]] = {}
+        rejected, dead, audits = refusals.rejected, refusals.dead, refusals.audits
         label_cloud = scope.cloud if scope is not None else "unknown"
 
         def refuse(index: int, item: object, reason: str, cloud: str) -> None:
@@ -185,7 +268,8 @@ class IngestPipeline:
             dead.append(DeadLetter(reason=reason, raw=stored_raw(item)))
             metrics.EVENTS_REJECTED.labels(cloud=cloud, reason=reason.split(":", 1)[0]).inc()
 
-        for index, item in enumerate(items):
+        for index in range(start, min(start + VALIDATE_CHUNK, len(items))):
+            item = items[index]
             problem = _json_problem(item)
             if problem is not None:
                 refuse(index, item, problem, label_cloud)
@@ -223,8 +307,8 @@ class IngestPipeline:
                 )
                 continue
             if event.size is not None:
-                event = _apply_size_names(event, await self._names_of(event.cloud, names))
-                validator = await self._schemas.validator(event.platform, event.resource_type)
+                event = _apply_size_names(event, lookups.names[event.cloud])
+                validator = lookups.validators[(event.platform, event.resource_type)]
                 size = event.size or {}
                 if validator is None:
                     if self._require_size_schema:
@@ -245,10 +329,10 @@ class IngestPipeline:
                         refuse(index, item, f"size_schema: {error}", event.cloud)
                         continue
             survivors.append(event)
+        return survivors
 
-        outcome = await self._store.write_batch(
-            survivors, dead_letters=dead, audits=audits, received_at=utc_now()
-        )
+    @staticmethod
+    def _count(outcome: BatchOutcome) -> None:
         # One inc per label set: a batch is mostly a few kinds of event.
         ingested = Counter(
             (e.platform, e.cloud, e.resource_type, e.event_type, e.source) for e in outcome.inserted
@@ -265,18 +349,6 @@ class IngestPipeline:
             metrics.EVENTS_DEDUPLICATED.labels(cloud=cloud).inc(count)
         for cloud, count in Counter(k.cloud for k in outcome.replayed).items():
             metrics.PROJECTION_REPLAYS.labels(cloud=cloud).inc(count)
-        if rejected:
-            log.info(
-                "ingest batch items=%d accepted=%d duplicates=%d rejected=%d first_reason=%s",
-                len(items),
-                len(outcome.inserted),
-                len(outcome.duplicates),
-                len(rejected),
-                rejected[0].reason,
-            )
-        return IngestResult(
-            len(outcome.inserted), len(outcome.duplicates), sorted(rejected, key=lambda r: r.index)
-        )
 
 
 async def refresh_current_resources(store: Store) -> None:

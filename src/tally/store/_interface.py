@@ -13,7 +13,7 @@ passes it back as ``after`` (the HTTP layer turns it into an opaque cursor).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -232,6 +232,22 @@ class ResourceFilter:
     status: ResourceStatus = "active"
 
 
+class BatchWriter(Protocol):
+    """A batch being written, opened by ``Store.open_batch``: events are handed over as they pass
+    validation, ``finish`` completes the batch, and leaving the block commits it (an error rolls
+    everything back)."""
+
+    async def add(self, events: Sequence[Event]) -> None:
+        """Events of the batch that passed validation; a backend may start inserting them now."""
+        ...
+
+    async def finish(
+        self, *, dead_letters: Sequence[DeadLetter] = (), audits: Sequence[AuditEntry] = ()
+    ) -> BatchOutcome:
+        """What ``Store.write_batch`` does with every event added, in this batch's transaction."""
+        ...
+
+
 # Sort keys of the paginated reads.
 EventKey = tuple[datetime, str]  # (timestamp, event_id)
 RejectedKey = tuple[datetime, str]  # (received_at, id)
@@ -266,6 +282,16 @@ class Store(Protocol):
         or a repeat inside the batch, is a duplicate), fold the inserted ones into current_resources per
         key in key order (replaying a key's whole history when a new event sorts before the row's newest),
         and write the dead letters and audit rows. All events get ``received_at`` (default: now)."""
+        ...
+
+    def open_batch(
+        self, keys: Iterable[ResourceKey], *, received_at: datetime | None = None
+    ) -> AbstractAsyncContextManager[BatchWriter]:
+        """``write_batch`` in steps, for a caller that validates as it goes: the transaction begins
+        now, told the resources the raw items name, so that a backend can lock and read their rows,
+        and insert events, while the caller validates the rest. Keys it was not told of are locked
+        when their events come. Nothing may be read through the store inside the block: the batch
+        may hold the store's only connection."""
         ...
 
     async def size_names(self, cloud: str) -> list[SizeName]:

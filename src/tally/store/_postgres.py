@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from functools import lru_cache
@@ -29,7 +29,16 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from tally.core import Event, ResourceKey, ResourceRow, StoredEvent, as_utc, utc_now
 
-from ._interface import AuditEntry, BatchOutcome, Bucket, DeadLetter, MigrationError, StoreError, SyncLockHeld
+from ._interface import (
+    AuditEntry,
+    BatchOutcome,
+    BatchWriter,
+    Bucket,
+    DeadLetter,
+    MigrationError,
+    StoreError,
+    SyncLockHeld,
+)
 from ._migrations import Migration
 from ._sql import (
     FOLD_ROW_COLUMNS,
@@ -37,7 +46,6 @@ from ._sql import (
     SqlStore,
     Tx,
     canonical_json,
-    dedupe,
     key_order,
     loads_json,
     plan_fold,
@@ -91,13 +99,16 @@ FROM (SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest(%s::text[]) AS k) 
 ORDER BY h
 """
 
-# One index probe per key (LATERAL): a hash join would scan the whole table, dead versions included.
+# One index probe per key. A plain LATERAL subquery is flattened into a join, and the planner then
+# hashes the whole table (a sequential scan per batch, growing with the cloud); LIMIT 1 keeps the
+# subquery a per-key probe of the primary key, and cuts nothing since the key is unique.
 _LOAD_ROWS = f"""
 SELECT {", ".join(col if col == "NULL" else f"c.{col}" for col in FOLD_ROW_COLUMNS)}
 FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(cloud, resource_type, resource_id)
 CROSS JOIN LATERAL (
     SELECT * FROM current_resources AS cr
     WHERE cr.cloud = k.cloud AND cr.resource_type = k.resource_type AND cr.resource_id = k.resource_id
+    LIMIT 1
 ) AS c
 """
 
@@ -234,12 +245,124 @@ def _row_columns(rows: Sequence[ResourceRow]) -> list[str]:
     ]
 
 
+def _lock_name(key: ResourceKey) -> str:
+    return f"{key.cloud}:{key.resource_type}:{key.resource_id}"
+
+
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
     # Projection rows carry two jsonb columns each; orjson parses them several times faster.
     set_json_loads(loads_json, conn)
     # Instants are UTC everywhere in Tally; with the session in UTC psycopg hands back datetimes already
     # in datetime.UTC, so reading a row costs no zone conversion (a named zone costs one per value).
     await conn.execute("SET TIME ZONE 'UTC'")
+
+
+class _PgBatch:
+    """One batch on one connection in pipeline mode, where statements are sent without waiting:
+
+    - at the opening, the locks of the keys the caller named and the read of their rows;
+    - at each ``add``, the insert of the events new to the batch (sorted, so that index locks are
+      taken in one order), while the caller validates the next ones;
+    - at ``finish``, once the rows and the inserts are back, the fold, a chunk of keys at a time, each
+      chunk's upsert sent as soon as it is folded, so PostgreSQL writes one chunk while the next is
+      folded here; then the dead letters and audit rows. Leaving the block sends COMMIT.
+
+    The fold assumes every event added is new; when the inserts found some stored already, it is
+    redone for the inserted ones. A late event costs one more round trip for the history it replays.
+    Events of keys not named at the opening lock those keys when they come."""
+
+    UPSERT_CHUNK = 128
+
+    def __init__(self, store: PostgresStore, conn: psycopg.AsyncConnection[Any], at: datetime) -> None:
+        self._store = store
+        self._conn = conn
+        self._at = at
+        self._locked: set[ResourceKey] = set()
+        self._reads: list[psycopg.AsyncCursor[Any]] = []
+        self._inserts: list[psycopg.AsyncCursor[Any]] = []
+        self._added: dict[tuple[str, datetime], Event] = {}
+        self._repeats: list[Event] = []
+        # Each event's key is built once: keys are hashed many times on the way and are not cheap.
+        self._groups: dict[ResourceKey, list[StoredEvent]] = {}
+
+    async def lock_and_read(self, keys: Sequence[ResourceKey]) -> None:
+        """Send the locks of ``keys`` (in key order) and the read of their rows; wait for neither."""
+        if not keys:
+            return
+        # The lock comes first: the row read runs after it, so it sees every committed fold.
+        await self._conn.execute(_LOCK_KEYS, [_text_array([_lock_name(k) for k in keys])])
+        # Results come back in binary: instants then cost no text formatting and parsing.
+        self._reads.append(await self._conn.execute(_LOAD_ROWS, _key_columns(keys), binary=True))
+        self._locked.update(keys)
+
+    async def add(self, events: Sequence[Event]) -> None:
+        fresh: list[Event] = []
+        for event in events:
+            pair = (event.event_id, event.timestamp)
+            if pair in self._added:
+                self._repeats.append(event)
+            else:
+                self._added[pair] = event
+                fresh.append(event)
+        if not fresh:
+            return
+        fresh.sort(key=lambda e: (e.event_id, e.timestamp))
+        groups, at = self._groups, self._at
+        unlocked: list[ResourceKey] = []
+        for event in fresh:
+            key = event.key
+            group = groups.get(key)
+            if group is None:
+                groups[key] = [StoredEvent(event, at)]
+                if key not in self._locked:
+                    unlocked.append(key)
+            else:
+                group.append(StoredEvent(event, at))
+        await self.lock_and_read(sorted(unlocked, key=key_order))
+        self._inserts.append(
+            await self._conn.execute(_INSERT_EVENTS, [at, *_event_columns(fresh)], binary=True)
+        )
+
+    async def finish(
+        self, *, dead_letters: Sequence[DeadLetter] = (), audits: Sequence[AuditEntry] = ()
+    ) -> BatchOutcome:
+        store, at = self._store, self._at
+        tx = _PgTx(self._conn)
+        added = list(self._added.values())
+        duplicates = list(self._repeats)
+        inserted: list[Event] = []
+        replayed: list[ResourceKey] = []
+        if added:
+            # Fetching the first result waits for every statement sent so far.
+            rows: dict[ResourceKey, ResourceRow] = {}
+            for cursor in self._reads:
+                for row in map(store._row, await cursor.fetchall()):
+                    rows[row.key] = row
+            stored: set[tuple[str, datetime]] = set()
+            for cursor in self._inserts:
+                stored.update((r[0], as_utc(r[1])) for r in await cursor.fetchall())
+            if len(stored) == len(added):
+                inserted = added
+                replayed = await self._fold_in_chunks(tx, rows)
+            else:
+                inserted = [e for e in added if (e.event_id, e.timestamp) in stored]
+                duplicates.extend(e for e in added if (e.event_id, e.timestamp) not in stored)
+                replayed = await store._fold(tx, [StoredEvent(e, at) for e in inserted], rows)
+        await store._write_extras(tx, dead_letters, audits, at)
+        return BatchOutcome(tuple(inserted), tuple(duplicates), tuple(replayed))
+
+    async def _fold_in_chunks(self, tx: _PgTx, rows: dict[ResourceKey, ResourceRow]) -> list[ResourceKey]:
+        replayed: list[ResourceKey] = []
+        keys = sorted(self._groups, key=key_order)
+        for start in range(0, len(keys), self.UPSERT_CHUNK):
+            chunk = {key: self._groups[key] for key in keys[start : start + self.UPSERT_CHUNK]}
+            plan = plan_fold(chunk, rows)
+            folded = plan.rows_without_replay()
+            if folded is None:
+                replayed.extend(await self._store._finish_fold(tx, plan))
+            elif folded:
+                await self._conn.execute(_UPSERT_ROWS, _row_columns(folded))
+        return replayed
 
 
 class PostgresStore(SqlStore):
@@ -368,59 +491,24 @@ class PostgresStore(SqlStore):
         audits: Sequence[AuditEntry] = (),
         received_at: datetime | None = None,
     ) -> BatchOutcome:
-        """As ``Store.write_batch``, in pipeline mode: [BEGIN, lock keys, read rows] in one round trip
-        (the insert's arrays are built meanwhile); then the event insert is sent and the fold runs in
-        Python while PostgreSQL inserts (it assumes every event is new, and is redone for the inserted
-        ones when some were duplicates); then [upsert rows, dead letters, audit rows, COMMIT]. A late
-        event costs one more round trip for the history it replays."""
+        async with self.open_batch((e.key for e in events), received_at=received_at) as batch:
+            await batch.add(events)
+            return await batch.finish(dead_letters=dead_letters, audits=audits)
+
+    @asynccontextmanager
+    async def open_batch(
+        self, keys: Iterable[ResourceKey], *, received_at: datetime | None = None
+    ) -> AsyncIterator[BatchWriter]:
+        """The batch's transaction on one connection in pipeline mode; see ``_PgBatch``."""
         at = as_utc(received_at) if received_at is not None else utc_now()
-        ordered, duplicates = dedupe(events)
-        # Each event's key is built once: keys are hashed many times on the way and are not cheap.
-        groups: dict[ResourceKey, list[StoredEvent]] = {}
-        for event in ordered:
-            key = event.key
-            group = groups.get(key)
-            if group is None:
-                groups[key] = [StoredEvent(event, at)]
-            else:
-                group.append(StoredEvent(event, at))
-        keys = sorted(groups, key=key_order)
         async with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
-            tx = _PgTx(conn)
-            inserted: list[Event] = []
-            replayed: list[ResourceKey] = []
-            if ordered:
-                # The lock comes first: the row read runs after it, so it sees every committed fold.
-                # Results come back in binary: instants then cost no text formatting and parsing.
-                await self._lock_keys(tx, keys)
-                rows_cursor = await conn.execute(_LOAD_ROWS, _key_columns(keys), binary=True)
-                # Built while PostgreSQL locks and reads; reading the rows fetches every queued result,
-                # so the insert is queued only after it.
-                columns = _event_columns(ordered)
-                records = await rows_cursor.fetchall()
-                insert_cursor = await conn.execute(_INSERT_EVENTS, [at, *columns], binary=True)
-                rows = {row.key: row for row in map(self._row, records)}
-                plan = plan_fold(groups, rows)
-                folded = plan.rows_without_replay()
-                upsert = _row_columns(folded) if folded else None
-                stored = {(r[0], as_utc(r[1])) for r in await insert_cursor.fetchall()}
-                if len(stored) == len(ordered):
-                    inserted = ordered
-                    if folded is None:
-                        replayed = await self._finish_fold(tx, plan)
-                    elif upsert is not None:
-                        await conn.execute(_UPSERT_ROWS, upsert)
-                else:
-                    inserted = [e for e in ordered if (e.event_id, e.timestamp) in stored]
-                    duplicates.extend(e for e in ordered if (e.event_id, e.timestamp) not in stored)
-                    replayed = await self._fold(tx, [StoredEvent(e, at) for e in inserted], rows)
-            await self._write_extras(tx, dead_letters, audits, at)
-        return BatchOutcome(tuple(inserted), tuple(duplicates), tuple(replayed))
+            batch = _PgBatch(self, conn, at)
+            await batch.lock_and_read(sorted(set(keys), key=key_order))
+            yield batch
 
     async def _lock_keys(self, tx: Tx, keys: Sequence[ResourceKey]) -> None:
         assert isinstance(tx, _PgTx)
-        names = [f"{k.cloud}:{k.resource_type}:{k.resource_id}" for k in keys]
-        await tx.conn.execute(_LOCK_KEYS, [_text_array(names)])
+        await tx.conn.execute(_LOCK_KEYS, [_text_array([_lock_name(k) for k in keys])])
 
     async def _load_rows(self, tx: Tx, keys: Sequence[ResourceKey]) -> dict[ResourceKey, ResourceRow]:
         assert isinstance(tx, _PgTx)

@@ -17,10 +17,11 @@ import re
 import uuid
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Protocol
 
 import orjson
@@ -44,6 +45,7 @@ from ._interface import (
     AuditEntry,
     AuditRecord,
     BatchOutcome,
+    BatchWriter,
     Bucket,
     Conflict,
     DeadLetter,
@@ -168,10 +170,31 @@ def _where(conditions: Iterable[tuple[str, Any]]) -> tuple[str, list[Any]]:
     return (" AND ".join(clauses) if clauses else "TRUE"), params
 
 
-def _key_values(keys: Sequence[ResourceKey]) -> tuple[str, list[str]]:
-    values = ", ".join("(?, ?, ?)" for _ in keys)
-    params = [part for key in keys for part in key_order(key)]
-    return values, params
+def _key_params(keys: Sequence[ResourceKey]) -> list[str]:
+    return [part for key in keys for part in key_order(key)]
+
+
+def _by_key(columns: str, table: str, count: int) -> str:
+    # The keys, as a VALUES list, are joined: one index probe each. SQLite answers the row-value form
+    # "(cloud, resource_type, resource_id) IN (VALUES ...)" by scanning the whole table instead.
+    selected = ", ".join(c if c == "NULL" else f"t.{c}" for c in columns.split(", "))
+    values = ", ".join("(?, ?, ?)" for _ in range(count))
+    return (
+        f"SELECT {selected} FROM (VALUES {values}) AS k JOIN {table} AS t "
+        "ON t.cloud = k.column1 AND t.resource_type = k.column2 AND t.resource_id = k.column3"
+    )
+
+
+@lru_cache(maxsize=64)
+def rows_by_key_sql(count: int) -> str:
+    """The fold's columns of the projection rows of ``count`` keys (bound as cloud, type, id each)."""
+    return _by_key(_FOLD_ROW_SELECT, "current_resources", count)
+
+
+@lru_cache(maxsize=64)
+def history_by_key_sql(count: int) -> str:
+    """Every stored event of ``count`` keys (bound as cloud, type, id each)."""
+    return _by_key(_EVENT_SELECT, "events", count)
 
 
 def dedupe(events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
@@ -227,6 +250,24 @@ def plan_fold(
         else:
             advanced[key] = advance(row, new)
     return FoldPlan(keys, replay, advanced)
+
+
+class _SqlBatch:
+    """The plain batch of ``SqlStore.open_batch``: events are kept until ``finish`` writes them."""
+
+    def __init__(self, store: SqlStore, tx: Tx, at: datetime) -> None:
+        self._store = store
+        self._tx = tx
+        self._at = at
+        self._events: list[Event] = []
+
+    async def add(self, events: Sequence[Event]) -> None:
+        self._events.extend(events)
+
+    async def finish(
+        self, *, dead_letters: Sequence[DeadLetter] = (), audits: Sequence[AuditEntry] = ()
+    ) -> BatchOutcome:
+        return await self._store._write_in(self._tx, self._events, dead_letters, audits, self._at)
 
 
 class SqlStore(ABC):
@@ -402,13 +443,33 @@ class SqlStore(ABC):
         received_at: datetime | None = None,
     ) -> BatchOutcome:
         at = as_utc(received_at) if received_at is not None else utc_now()
-        ordered, duplicates = dedupe(events)
         async with self._tx() as tx:
-            inserted = await self._insert_events(tx, ordered, at) if ordered else []
-            new_pairs = {(e.event_id, e.timestamp) for e in inserted}
-            duplicates.extend(e for e in ordered if (e.event_id, e.timestamp) not in new_pairs)
-            replayed = await self._fold(tx, [StoredEvent(e, at) for e in inserted])
-            await self._write_extras(tx, dead_letters, audits, at)
+            return await self._write_in(tx, events, dead_letters, audits, at)
+
+    @asynccontextmanager
+    async def open_batch(
+        self, keys: Iterable[ResourceKey], *, received_at: datetime | None = None
+    ) -> AsyncIterator[BatchWriter]:
+        """The plain batch: its transaction begins now (a write transaction holds the database alone,
+        so nothing else needs locking) and everything is written at ``finish``."""
+        at = as_utc(received_at) if received_at is not None else utc_now()
+        async with self._tx() as tx:
+            yield _SqlBatch(self, tx, at)
+
+    async def _write_in(
+        self,
+        tx: Tx,
+        events: Sequence[Event],
+        dead_letters: Sequence[DeadLetter],
+        audits: Sequence[AuditEntry],
+        at: datetime,
+    ) -> BatchOutcome:
+        ordered, duplicates = dedupe(events)
+        inserted = await self._insert_events(tx, ordered, at) if ordered else []
+        new_pairs = {(e.event_id, e.timestamp) for e in inserted}
+        duplicates.extend(e for e in ordered if (e.event_id, e.timestamp) not in new_pairs)
+        replayed = await self._fold(tx, [StoredEvent(e, at) for e in inserted])
+        await self._write_extras(tx, dead_letters, audits, at)
         return BatchOutcome(tuple(inserted), tuple(duplicates), tuple(replayed))
 
     async def _write_extras(
@@ -450,12 +511,8 @@ class SqlStore(ABC):
     async def _load_rows(self, tx: Tx, keys: Sequence[ResourceKey]) -> dict[ResourceKey, ResourceRow]:
         rows: dict[ResourceKey, ResourceRow] = {}
         for start in range(0, len(keys), _KEY_CHUNK):
-            values, params = _key_values(keys[start : start + _KEY_CHUNK])
-            sql = (
-                f"SELECT {_FOLD_ROW_SELECT} FROM current_resources "
-                f"WHERE (cloud, resource_type, resource_id) IN (VALUES {values})"
-            )
-            for rec in await tx.fetchall(sql, params):
+            chunk = keys[start : start + _KEY_CHUNK]
+            for rec in await tx.fetchall(rows_by_key_sql(len(chunk)), _key_params(chunk)):
                 row = self._row(rec)
                 rows[row.key] = row
         return rows
@@ -465,12 +522,8 @@ class SqlStore(ABC):
     ) -> dict[ResourceKey, list[StoredEvent]]:
         histories: dict[ResourceKey, list[StoredEvent]] = defaultdict(list)
         for start in range(0, len(keys), REBUILD_BATCH):
-            values, params = _key_values(keys[start : start + REBUILD_BATCH])
-            sql = (
-                f"SELECT {_EVENT_SELECT} FROM events "
-                f"WHERE (cloud, resource_type, resource_id) IN (VALUES {values})"
-            )
-            for rec in await tx.fetchall(sql, params):
+            chunk = keys[start : start + REBUILD_BATCH]
+            for rec in await tx.fetchall(history_by_key_sql(len(chunk)), _key_params(chunk)):
                 stored = self._stored(rec)
                 histories[stored.event.key].append(stored)
         return histories
