@@ -1,6 +1,9 @@
 """Ingest throughput: events/s through ``POST /api/v1/events`` in batches of 500, projection included.
 
-For each backend (PostgreSQL, SQLite) the same rows are measured twice in one run:
+For each backend (PostgreSQL, SQLite) the same rows are measured two ways, in rounds
+(``--rounds``, default 3: floor then ingest, each on empty tables), and the
+medians over the rounds are reported (the machine's speed drifts from minute to
+minute; a floor and an ingest measured back to back share the drift):
 - ``ingest``: the Reporting API app served by Hypercorn on a loopback port, a
   separate client process (httpx) posting batches of 500 one after another with
   an ingest credential (validation, schema check, dedup, projection fold, one
@@ -11,9 +14,11 @@ For each backend (PostgreSQL, SQLite) the same rows are measured twice in one ru
 ``--via pipeline`` calls ``IngestPipeline.ingest`` directly instead of HTTP.
 The server side runs under the daemon's garbage-collector policy
 (``tally.daemon.tune_garbage_collector``), as `tally run` applies it.
-Prints a table and ``RATIO`` lines. ``--quick`` is the CI mode (a few thousand events).
+Prints a row per round and path, and ``RATIO`` lines of the medians. ``--quick`` is the CI mode (a
+few thousand events, one round).
 
-    .venv/bin/python -m bench.ingest [--quick] [--events N] [--via http|pipeline] [--backends pg,sqlite]
+    .venv/bin/python -m bench.ingest [--quick] [--events N] [--rounds R] [--via http|pipeline]
+                                     [--backends pg,sqlite]
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import statistics
 import sys
 import tempfile
 import time
@@ -255,18 +261,21 @@ async def pg_floor(url: str, rows: list[tuple[Any, ...]]) -> Measured:
         return await cpu_of(conn.info.backend_pid, lambda: no_client(timed(copy_all)))
 
 
-async def bench_pg(events: list[dict[str, Any]], via: str) -> tuple[Measured, Measured]:
+async def bench_pg(events: list[dict[str, Any]], via: str, rounds: int) -> list[tuple[Measured, Measured]]:
     name = f"tally_bench_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     database = PG_ADMIN.rsplit("/", 1)[0] + "/" + name
+    measured = []
     try:
-        floor = await pg_floor(pg_schema(database, "floor"), floor_rows(events))
-        ingest = await measure_ingest(pg_schema(database, "ingest"), events, via)
+        for r in range(rounds):
+            floor = await pg_floor(pg_schema(database, f"floor{r}"), floor_rows(events))
+            ingest = await measure_ingest(pg_schema(database, f"ingest{r}"), events, via)
+            measured.append((ingest, floor))
     finally:
         with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-    return ingest, floor
+    return measured
 
 
 # -- SQLite -------------------------------------------------------------------------------------------------
@@ -293,38 +302,49 @@ async def sqlite_floor(path: Path, rows: list[tuple[Any, ...]]) -> Measured:
         return await cpu_of(None, lambda: no_client(timed(insert_all)))
 
 
-async def bench_sqlite(events: list[dict[str, Any]], via: str) -> tuple[Measured, Measured]:
+async def bench_sqlite(
+    events: list[dict[str, Any]], via: str, rounds: int
+) -> list[tuple[Measured, Measured]]:
+    measured = []
     with tempfile.TemporaryDirectory(prefix="tally-bench-") as tmp:
-        floor = await sqlite_floor(Path(tmp) / "floor.sqlite3", floor_rows(events))
-        ingest = await measure_ingest(f"sqlite:///{Path(tmp) / 'ingest.sqlite3'}", events, via)
-    return ingest, floor
+        for r in range(rounds):
+            floor = await sqlite_floor(Path(tmp) / f"floor{r}.sqlite3", floor_rows(events))
+            ingest = await measure_ingest(f"sqlite:///{Path(tmp) / f'ingest{r}.sqlite3'}", events, via)
+            measured.append((ingest, floor))
+    return measured
 
 
 async def main(args: argparse.Namespace) -> None:
     count = args.events or (2_000 if args.quick else 50_000)
+    rounds = args.rounds or (1 if args.quick else 3)
     events = make_events(count)
-    print(f"ingest benchmark: {len(events)} events, batches of {BATCH}, via {args.via}")
+    print(f"ingest benchmark: {len(events)} events, batches of {BATCH}, via {args.via}, {rounds} round(s)")
     print("cpu: us per event in this process (server / bulk client), the PostgreSQL backend, the HTTP client")
     print(
-        f"{'backend':<8}{'path':<8}{'seconds':>9}{'events/s':>10}"
+        f"{'backend':<8}{'round':>6} {'path':<8}{'seconds':>9}{'events/s':>10}"
         f"{'cpu us/ev':>11}{'(self':>7}{'pg':>5}{'client)':>8}"
     )
     ratios: list[str] = []
+    per = 1e6 / len(events)
     for backend in args.backends.split(","):
         run = bench_pg if backend == "pg" else bench_sqlite
-        ingest, floor = await run(events, args.via)
-        for path, m in (("ingest", ingest), ("floor", floor)):
-            per = 1e6 / len(events)
-            total = (m.own + m.server + m.client) * per
-            print(
-                f"{backend:<8}{path:<8}{m.seconds:>9.2f}{len(events) / m.seconds:>10,.0f}{total:>11.0f}"
-                f"{m.own * per:>7.0f}{m.server * per:>5.0f}{m.client * per:>8.0f}"
-            )
+        measured = await run(events, args.via, rounds)
+        for number, (ingest, floor) in enumerate(measured, start=1):
+            for path, m in (("ingest", ingest), ("floor", floor)):
+                total = (m.own + m.server + m.client) * per
+                print(
+                    f"{backend:<8}{number:>6} {path:<8}{m.seconds:>9.2f}{len(events) / m.seconds:>10,.0f}"
+                    f"{total:>11.0f}{m.own * per:>7.0f}{m.server * per:>5.0f}{m.client * per:>8.0f}"
+                )
         peer = "copy" if backend == "pg" else "executemany"
-        ratios.append(f"RATIO ingest_{backend}_vs_{peer}={floor.seconds / ingest.seconds:.3f}")
-        ratios.append(f"RATIO ingest_{backend}_events_per_s={len(events) / ingest.seconds:.0f}")
-        ingest_cpu = ingest.own + ingest.server + ingest.client
-        ratios.append(f"RATIO ingest_{backend}_cpu_us_per_event={ingest_cpu * 1e6 / len(events):.0f}")
+        ratio = statistics.median(floor.seconds / ingest.seconds for ingest, floor in measured)
+        seconds = statistics.median(ingest.seconds for ingest, _ in measured)
+        cpu = statistics.median(ingest.own + ingest.server + ingest.client for ingest, _ in measured)
+        ratios.append(f"RATIO ingest_{backend}_vs_{peer}={ratio:.3f}")
+        ratios.append(f"RATIO ingest_{backend}_events_per_s={len(events) / seconds:.0f}")
+        ratios.append(f"RATIO ingest_{backend}_cpu_us_per_event={cpu * per:.0f}")
+    if rounds > 1:
+        print(f"medians over {rounds} rounds (the ratio: the median of each round's floor/ingest):")
     for line in ratios:
         print(line)
 
@@ -333,6 +353,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="a few thousand events (CI)")
     parser.add_argument("--events", type=int, default=0, help="events (default 50,000; quick 2,000)")
+    parser.add_argument("--rounds", type=int, default=0, help="rounds of floor + ingest (default 3; quick 1)")
     parser.add_argument("--via", choices=("http", "pipeline"), default="http")
     parser.add_argument("--backends", default="pg,sqlite")
     parser.add_argument("--client", nargs=2, metavar=("URL", "BODIES"), help=argparse.SUPPRESS)
