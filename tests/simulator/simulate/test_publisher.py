@@ -138,6 +138,8 @@ async def test_amqp_sink_publishes_oslo_envelopes_with_confirms(amqp_url: str) -
         assert [orjson.loads(b["oslo.message"])["message_id"] for b in bodies] == [n.message_id for n in nova]
         assert inner["event_type"] == nova[0].event_type
     finally:
+        # auto_delete needs a consumer to leave; a queue read with basic.get must be deleted.
+        await (await connection.channel()).queue_delete(queue_name)
         await connection.close()
 
 

@@ -65,6 +65,8 @@ def test_replay_puts_the_file_on_rabbitmq_again(
                     bodies.append(message.body)
             return bodies
         finally:
+            # auto_delete needs a consumer to leave; a queue read with basic.get must be deleted.
+            await (await connection.channel()).queue_delete(queue_name)
             await connection.close()
 
     bodies = anyio.run(run)
@@ -150,6 +152,7 @@ def test_simulator_run_publishes_the_month_to_rabbitmq(
                     ids.append(orjson.loads(orjson.loads(message.body)["oslo.message"])["message_id"])
             return ids
         finally:
+            await (await connection.channel()).queue_delete(queue_name)
             await connection.close()
 
     assert anyio.run(run) == [n.message_id for n in on_neutron]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import aio_pika
+import anyio
 import orjson
 import pytest
 
@@ -64,25 +66,36 @@ def test_simulate_sqlite_in_process_bus_passes_with_every_fault(
     assert "OFF" in capsys.readouterr().out
 
 
+async def _delete_queue(url: str, name: str) -> None:
+    connection = await aio_pika.connect(url)
+    async with connection:
+        await (await connection.channel()).queue_delete(name)
+
+
 def test_simulate_postgresql_rabbitmq_passes_with_every_fault(
     tmp_path: Path, pg_url: str, amqp_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(
-        [
-            "simulate",
-            *SMALL,
-            "--faults",
-            f"pre-existing,{COMMON_FAULTS}",
-            "--store-url",
-            pg_url,
-            "--amqp-url",
-            amqp_url,
-            "--queue-name",
-            f"tally-test-simulate-{uuid.uuid4().hex[:8]}",
-            "--state-dir",
-            str(tmp_path),
-        ]
-    )
+    queue_name = f"tally-test-simulate-{uuid.uuid4().hex[:8]}"
+    try:
+        code = main(
+            [
+                "simulate",
+                *SMALL,
+                "--faults",
+                f"pre-existing,{COMMON_FAULTS}",
+                "--store-url",
+                pg_url,
+                "--amqp-url",
+                amqp_url,
+                "--queue-name",
+                queue_name,
+                "--state-dir",
+                str(tmp_path),
+            ]
+        )
+    finally:
+        # The collector's queue is durable and stays bound to the services' exchanges.
+        anyio.run(_delete_queue, amqp_url, queue_name, backend="asyncio")
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "tally simulate: passed" in printed
