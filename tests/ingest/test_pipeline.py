@@ -154,16 +154,24 @@ async def test_scope_violation_is_audited_not_dead_lettered(store: Store, make_w
     assert sample("tally_events_rejected_total", cloud="os-dev", reason="scope") == before + 1
 
 
-async def test_size_names_replace_ids_and_keep_the_original(store: Store, make_wire: Any) -> None:
-    await store.replace_size_names("os-dev", [SizeName("os-dev", "volume", "type", "9f1c-id", "ssd")])
-    pipeline = IngestPipeline(store, require_size_schema=True)
-    item = make_wire(
+SSD = SizeName("os-dev", "volume", "type", "9f1c-id", "ssd")
+
+
+def _volume_typed_by_id(make_wire: Any, **payload: Any) -> dict[str, Any]:
+    """A volume create whose size names its type by the id that SSD names "ssd"."""
+    return make_wire(
         "v",
         "volume.create.end",
         resource_type="volume",
         resource_id="vol-1",
-        payload={"state": "available", "size": {"size_gb": 10, "type": "9f1c-id"}, "provider": {"o": 1}},
+        payload={"state": "available", "size": {"size_gb": 10, "type": "9f1c-id"}, **payload},
     )
+
+
+async def test_size_names_replace_ids_and_keep_the_original(store: Store, make_wire: Any) -> None:
+    await store.replace_size_names("os-dev", [SSD])
+    pipeline = IngestPipeline(store, require_size_schema=True)
+    item = _volume_typed_by_id(make_wire, provider={"o": 1})
     assert (await pipeline.ingest([item])).accepted == 1
     stored = (await store.list_events(EventFilter(resource_type="volume"))).items[0].event
     assert stored.payload["size"] == {"size_gb": 10, "type": "ssd"}
@@ -179,15 +187,9 @@ async def test_a_store_of_one_connection_ingests_sized_events_of_a_scope(
     schemas) must be read first: with one connection, a lookup inside would wait for ever."""
     async with open_store(request.getfixturevalue("pg_schema_url"), max_conns=1) as store:
         await store.migrate_up()
-        await store.replace_size_names("os-dev", [SizeName("os-dev", "volume", "type", "9f1c-id", "ssd")])
+        await store.replace_size_names("os-dev", [SSD])
         pipeline = IngestPipeline(store, require_size_schema=True)
-        volume = make_wire(
-            "v",
-            "volume.create.end",
-            resource_type="volume",
-            resource_id="vol-1",
-            payload={"state": "available", "size": {"size_gb": 10, "type": "9f1c-id"}},
-        )
+        volume = _volume_typed_by_id(make_wire)
         outside = make_wire("o", cloud="os-other", resource_id="vm-9")
         with anyio.fail_after(10):
             result = await pipeline.ingest(
