@@ -400,6 +400,11 @@ class PostgresStore(SqlStore):
         async with self._pool.connection() as conn, conn.transaction():
             yield _PgTx(conn)
 
+    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(_pg(sql), list(params))
+            return [tuple(r) for r in await cursor.fetchall()]
+
     # -- conversions ----------------------------------------------------------------------------------
     def ts(self, value: datetime) -> Any:
         return as_utc(value)

@@ -284,6 +284,11 @@ class SqlStore(ABC):
         """A transaction that commits on a clean exit and rolls back on an exception."""
 
     @abstractmethod
+    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one read-only statement, without a transaction of its own (one round trip;
+        on SQLite no write lock). The hot reads of every request use it: tokens, size names, schemas."""
+
+    @abstractmethod
     def ts(self, value: datetime) -> Any: ...
 
     @abstractmethod
@@ -566,12 +571,11 @@ class SqlStore(ABC):
         return plan.replay
 
     async def size_names(self, cloud: str) -> list[SizeName]:
-        async with self._tx() as tx:
-            recs = await tx.fetchall(
-                "SELECT cloud, resource_type, member, value, name FROM size_names WHERE cloud = ? "
-                "ORDER BY resource_type, member, value",
-                (cloud,),
-            )
+        recs = await self._fetch(
+            "SELECT cloud, resource_type, member, value, name FROM size_names WHERE cloud = ? "
+            "ORDER BY resource_type, member, value",
+            (cloud,),
+        )
         return [SizeName(*rec) for rec in recs]
 
     async def replace_size_names(self, cloud: str, rows: Sequence[SizeName]) -> None:
@@ -595,12 +599,11 @@ class SqlStore(ABC):
         return ResourceType(rec[0], rec[1], self.from_js(rec[2]), self.from_ts(rec[3]))
 
     async def get_resource_type(self, platform: str, resource_type: str) -> ResourceType | None:
-        async with self._tx() as tx:
-            recs = await tx.fetchall(
-                "SELECT platform, resource_type, size_schema, updated_at FROM resource_types "
-                "WHERE platform = ? AND resource_type = ?",
-                (platform, resource_type),
-            )
+        recs = await self._fetch(
+            "SELECT platform, resource_type, size_schema, updated_at FROM resource_types "
+            "WHERE platform = ? AND resource_type = ?",
+            (platform, resource_type),
+        )
         return self._resource_type(recs[0]) if recs else None
 
     async def list_resource_types(self) -> list[ResourceType]:
@@ -1136,12 +1139,11 @@ class SqlStore(ABC):
         return IngestCredential(cred_id, platform, cloud, description, now, None)
 
     async def ingest_credential_by_hash(self, token_hash: str) -> IngestCredential | None:
-        async with self._tx() as tx:
-            recs = await tx.fetchall(
-                "SELECT id, platform, cloud, description, created_at, revoked_at FROM ingest_credentials "
-                "WHERE token_hash = ? AND revoked_at IS NULL",
-                (token_hash,),
-            )
+        recs = await self._fetch(
+            "SELECT id, platform, cloud, description, created_at, revoked_at FROM ingest_credentials "
+            "WHERE token_hash = ? AND revoked_at IS NULL",
+            (token_hash,),
+        )
         return self._credential(recs[0]) if recs else None
 
     async def revoke_ingest_credential(self, credential_id: str) -> bool:
@@ -1183,12 +1185,11 @@ class SqlStore(ABC):
         return ApiToken(token_id, role, tuple(project_ids), description, now, None)
 
     async def api_token_by_hash(self, token_hash: str) -> ApiToken | None:
-        async with self._tx() as tx:
-            recs = await tx.fetchall(
-                "SELECT id, role, project_ids, description, created_at, revoked_at FROM api_tokens "
-                "WHERE token_hash = ? AND revoked_at IS NULL",
-                (token_hash,),
-            )
+        recs = await self._fetch(
+            "SELECT id, role, project_ids, description, created_at, revoked_at FROM api_tokens "
+            "WHERE token_hash = ? AND revoked_at IS NULL",
+            (token_hash,),
+        )
         return self._token(recs[0]) if recs else None
 
     async def revoke_api_token(self, token_id: str) -> bool:

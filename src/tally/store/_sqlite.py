@@ -137,6 +137,10 @@ class SqliteStore(SqlStore):
                     with anyio.CancelScope(shield=True):
                         await conn.execute("ROLLBACK")
 
+    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        async with self._lock, self.conn.execute(sql, tuple(params)) as cursor:
+            return [tuple(r) for r in await cursor.fetchall()]
+
     # -- conversions ----------------------------------------------------------------------------------
     def ts(self, value: datetime) -> Any:
         return sqlite_stamp(value)
