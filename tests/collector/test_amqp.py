@@ -246,6 +246,7 @@ async def test_reconnects_after_the_broker_drops_it_without_loss(
     exchange = f"{unique}-nova"
     conf = settings(tmp_path, amqp_url, unique, [exchange])
     sink = MemorySink()
+    lost_before = _metric("tally_collector_connections_lost_total")
     try:
         async with service_exchanges(amqp_url, [exchange]) as channel, anyio.create_task_group() as tg:
             await tg.start(partial(serve_collector, conf, sink=sink))
@@ -265,3 +266,4 @@ async def test_reconnects_after_the_broker_drops_it_without_loss(
     finally:
         await delete_queue(amqp_url, conf.osc_queue_name)
     assert {k[0] for k in sink.events} == {f"m-{n}" for n in range(400)}
+    assert _metric("tally_collector_connections_lost_total") == lost_before + 1

@@ -300,6 +300,7 @@ class AmqpSource:
                 self._connection = None
                 if not started:
                     break
+                _metrics.CONNECTIONS_LOST.inc()
                 log.warning("collector: connection ended, connecting again in %.0f s error=%s", delay, ended)
                 await anyio.sleep(delay)
                 delay = min(BACKOFF_MAX_S, delay * 2)

@@ -25,6 +25,10 @@ ACK_FAILURES = Counter(
     "tally_collector_ack_failures_total",
     "Deliveries whose ack could not be sent (channel gone); the broker redelivers them.",
 )
+CONNECTIONS_LOST = Counter(
+    "tally_collector_connections_lost_total",
+    "Consuming connections to the broker that ended while running (each is opened again, with backoff).",
+)
 PAUSED = Gauge("tally_collector_paused", "1 while consuming is paused because the outbox is full.")
 QUEUE_MESSAGES = Gauge(
     "tally_collector_queue_messages",
