@@ -49,6 +49,7 @@ from ._sql import (
     key_order,
     loads_json,
     plan_fold,
+    select_list,
 )
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ ORDER BY h
 # hashes the whole table (a sequential scan per batch, growing with the cloud); LIMIT 1 keeps the
 # subquery a per-key probe of the primary key, and cuts nothing since the key is unique.
 _LOAD_ROWS = f"""
-SELECT {", ".join(col if col == "NULL" else f"c.{col}" for col in FOLD_ROW_COLUMNS)}
+SELECT {select_list(FOLD_ROW_COLUMNS, "c")}
 FROM unnest(%s::text[], %s::text[], %s::text[]) AS k(cloud, resource_type, resource_id)
 CROSS JOIN LATERAL (
     SELECT * FROM current_resources AS cr
@@ -245,10 +246,6 @@ def _row_columns(rows: Sequence[ResourceRow]) -> list[str]:
     ]
 
 
-def _lock_name(key: ResourceKey) -> str:
-    return f"{key.cloud}:{key.resource_type}:{key.resource_id}"
-
-
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
     # Projection rows carry two jsonb columns each; orjson parses them several times faster.
     set_json_loads(loads_json, conn)
@@ -276,6 +273,7 @@ class _PgBatch:
     def __init__(self, store: PostgresStore, conn: psycopg.AsyncConnection[Any], at: datetime) -> None:
         self._store = store
         self._conn = conn
+        self._tx = _PgTx(conn)
         self._at = at
         self._locked: set[ResourceKey] = set()
         self._reads: list[psycopg.AsyncCursor[Any]] = []
@@ -290,7 +288,7 @@ class _PgBatch:
         if not keys:
             return
         # The lock comes first: the row read runs after it, so it sees every committed fold.
-        await self._conn.execute(_LOCK_KEYS, [_text_array([_lock_name(k) for k in keys])])
+        await self._store._lock_keys(self._tx, keys)
         # Results come back in binary: instants then cost no text formatting and parsing.
         self._reads.append(await self._conn.execute(_LOAD_ROWS, _key_columns(keys), binary=True))
         self._locked.update(keys)
@@ -326,8 +324,7 @@ class _PgBatch:
     async def finish(
         self, *, dead_letters: Sequence[DeadLetter] = (), audits: Sequence[AuditEntry] = ()
     ) -> BatchOutcome:
-        store, at = self._store, self._at
-        tx = _PgTx(self._conn)
+        store, at, tx = self._store, self._at, self._tx
         added = list(self._added.values())
         duplicates = list(self._repeats)
         inserted: list[Event] = []
@@ -454,12 +451,6 @@ class PostgresStore(SqlStore):
         return (psycopg.errors.IntegrityError,)
 
     # -- migrations -----------------------------------------------------------------------------------
-    async def _applied_version(self) -> int:
-        async with self._pool.connection() as conn:
-            cursor = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
-            row = await cursor.fetchone()
-        return int(row[0]) if row else 0
-
     async def _run_migration(self, migration: Migration, *, up: bool) -> None:
         direction = "up" if up else "down"
         try:
@@ -513,13 +504,8 @@ class PostgresStore(SqlStore):
 
     async def _lock_keys(self, tx: Tx, keys: Sequence[ResourceKey]) -> None:
         assert isinstance(tx, _PgTx)
-        await tx.conn.execute(_LOCK_KEYS, [_text_array([_lock_name(k) for k in keys])])
-
-    async def _load_rows(self, tx: Tx, keys: Sequence[ResourceKey]) -> dict[ResourceKey, ResourceRow]:
-        assert isinstance(tx, _PgTx)
-        cursor = await tx.conn.execute(_LOAD_ROWS, _key_columns(keys))
-        rows = [self._row(rec) for rec in await cursor.fetchall()]
-        return {row.key: row for row in rows}
+        names = [f"{k.cloud}:{k.resource_type}:{k.resource_id}" for k in keys]
+        await tx.conn.execute(_LOCK_KEYS, [_text_array(names)])
 
     async def _upsert_rows(self, tx: Tx, rows: Sequence[ResourceRow]) -> None:
         assert isinstance(tx, _PgTx)

@@ -4,9 +4,8 @@ A backend supplies transactions (``_tx``), the conversion of instants, JSON and
 id lists to and from its column types, the time-bucket expression, how a
 migration file is run, and its sync lock. Statements here use ``?``
 placeholders; the PostgreSQL backend rewrites them. The ingest steps
-(``_load_rows``, ``_upsert_rows``, ``_lock_keys``) are seams too, and
-PostgreSQL writes a whole batch its own way (``write_batch``), as arrays in
-pipeline mode.
+(``_upsert_rows``, ``_lock_keys``) are seams too, and PostgreSQL writes a
+whole batch its own way (``write_batch``), as arrays in pipeline mode.
 """
 
 from __future__ import annotations
@@ -107,7 +106,6 @@ _ROW_SELECT = ", ".join(ROW_COLUMNS)
 # The columns a fold reads: last_payload is left out (NULL) because folding any event overwrites it, and it
 # is the largest value of a row to send, parse and convert.
 FOLD_ROW_COLUMNS = tuple("NULL" if c == "last_payload" else c for c in ROW_COLUMNS)
-_FOLD_ROW_SELECT = ", ".join(FOLD_ROW_COLUMNS)
 _KEY_CHUNK = 300
 REBUILD_BATCH = 100
 VIRTUAL = frozenset({"meta", "partner"})
@@ -174,13 +172,17 @@ def _key_params(keys: Sequence[ResourceKey]) -> list[str]:
     return [part for key in keys for part in key_order(key)]
 
 
-def _by_key(columns: str, table: str, count: int) -> str:
+def select_list(columns: Sequence[str], alias: str) -> str:
+    """``columns`` qualified by the table alias (a ``NULL`` placeholder stays as it is)."""
+    return ", ".join(c if c == "NULL" else f"{alias}.{c}" for c in columns)
+
+
+def _by_key(columns: Sequence[str], table: str, count: int) -> str:
     # The keys, as a VALUES list, are joined: one index probe each. SQLite answers the row-value form
     # "(cloud, resource_type, resource_id) IN (VALUES ...)" by scanning the whole table instead.
-    selected = ", ".join(c if c == "NULL" else f"t.{c}" for c in columns.split(", "))
     values = ", ".join("(?, ?, ?)" for _ in range(count))
     return (
-        f"SELECT {selected} FROM (VALUES {values}) AS k JOIN {table} AS t "
+        f"SELECT {select_list(columns, 't')} FROM (VALUES {values}) AS k JOIN {table} AS t "
         "ON t.cloud = k.column1 AND t.resource_type = k.column2 AND t.resource_id = k.column3"
     )
 
@@ -188,13 +190,13 @@ def _by_key(columns: str, table: str, count: int) -> str:
 @lru_cache(maxsize=64)
 def rows_by_key_sql(count: int) -> str:
     """The fold's columns of the projection rows of ``count`` keys (bound as cloud, type, id each)."""
-    return _by_key(_FOLD_ROW_SELECT, "current_resources", count)
+    return _by_key(FOLD_ROW_COLUMNS, "current_resources", count)
 
 
 @lru_cache(maxsize=64)
 def history_by_key_sql(count: int) -> str:
     """Every stored event of ``count`` keys (bound as cloud, type, id each)."""
-    return _by_key(_EVENT_SELECT, "events", count)
+    return _by_key(EVENT_COLUMNS, "events", count)
 
 
 def dedupe(events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
@@ -317,8 +319,9 @@ class SqlStore(ABC):
     async def _run_migration(self, migration: Migration, *, up: bool) -> None:
         """Run one part of a migration and record it in schema_migrations, in one transaction."""
 
-    @abstractmethod
-    async def _applied_version(self) -> int: ...
+    async def _applied_version(self) -> int:
+        recs = await self._fetch("SELECT coalesce(max(version), 0) FROM schema_migrations")
+        return int(recs[0][0]) if recs else 0
 
     def opt_ts(self, value: datetime | None) -> Any:
         return None if value is None else self.ts(value)

@@ -173,14 +173,6 @@ class SqliteStore(SqlStore):
         return None
 
     # -- migrations -----------------------------------------------------------------------------------
-    async def _applied_version(self) -> int:
-        async with (
-            self._lock,
-            self.conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations") as cur,
-        ):
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
-
     async def _run_migration(self, migration: Migration, *, up: bool) -> None:
         if up:
             record = (
