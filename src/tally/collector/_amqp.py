@@ -262,6 +262,8 @@ class AmqpSource:
 
         async def set_up(opened: ConsumerConnection) -> None:
             nonlocal connection, started, delay
+            # Before consume: deliveries can come in the same read as its reply, ahead of the lines
+            # below, and each names the connection its ack goes to.
             connection = opened
             await opened.qos(config.prefetch)
             await opened.declare_queue(config.queue_name, config.queue_arguments())
