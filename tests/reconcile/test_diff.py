@@ -55,6 +55,25 @@ def test_diff_counts_a_correction_once() -> None:
     assert unchanged.deferred == {Deferral.TRANSITIONAL: 0, Deferral.RECENT: 0}  # no correction, no count
 
 
+def test_diff_names_each_deferred_correction_by_resource() -> None:
+    rows = [row(s(-10), resource_id="stale"), row(resource_id="moving")]
+    plan = diff(
+        obs(
+            observed(resource_id="new", transitional=True),
+            observed(resource_id="moving", state="SHUTOFF", changed=s(-5)),
+        ),
+        rows,
+        poll_at=POLL,
+        settle_s=60,
+    )
+    assert [(d.resource_id, d.kind, d.reason) for d in plan.deferred_corrections] == [
+        ("moving", Kind.UPDATE, Deferral.RECENT),
+        ("new", Kind.CREATE, Deferral.TRANSITIONAL),
+        ("stale", Kind.DELETE, Deferral.RECENT),
+    ]
+    assert sum(plan.deferred.values()) == len(plan.deferred_corrections)
+
+
 keys = st.sampled_from([f"r{i}" for i in range(6)])
 
 

@@ -53,6 +53,14 @@ async def test_transitional_evidence_per_type_defers(store: Store, tmp_path: Pat
         outcome = await h.sync(poll, entry=h.entry_for("admin", include_octavia=True))
         assert outcome.status is Status.COMPLETED
         assert outcome.stats["deferred"] == {"transitional": 4, "recent": 0}
+        assert sorted(
+            (d["resource_id"], d["kind"], d["reason"]) for d in outcome.stats["deferred_resources"]
+        ) == sorted(
+            (r.resource_id, "create", "transitional") for r in (building, rebooting, creating, pending)
+        )
+        assert (
+            "volume" in outcome.stats["complete_types"] and "loadbalancer" in outcome.stats["complete_types"]
+        )
         assert outcome.stats["created"] == 1
         assert deferred_metric(h.cloud, "transitional") - before == 4
         rows = await h.rows()

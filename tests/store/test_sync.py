@@ -26,6 +26,17 @@ async def test_sync_runs(store: Store) -> None:
     pending = await store.get_sync_run(running)
     assert pending is not None and pending["status"] == "running" and pending["completed_at"] is None
     assert await store.get_sync_run("nope") is None
+    listed = await store.list_sync_runs("os-dev")
+    assert [r["id"] for r in listed[:2]] == [done, failed] and {r["id"] for r in listed} == {
+        done,
+        failed,
+        running,
+    }
+    assert (
+        listed[0]["stats"] == {"created": 1, "updated": 0, "deleted": 2}
+        and listed[0]["status"] == "completed"
+    )
+    assert await store.list_sync_runs("os-other") == []
 
 
 async def test_sync_lock_excludes_a_second_holder(store_url: str) -> None:

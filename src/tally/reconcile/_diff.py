@@ -18,6 +18,7 @@ from tally.store import SyncRow
 from ._model import (
     Correction,
     Deferral,
+    DeferredCorrection,
     DeletedResource,
     Kind,
     Observation,
@@ -76,23 +77,28 @@ def diff(
     complete = observation.complete_types
     corrections: list[Correction] = []
     deferred: Counter[Deferral] = Counter()
+    waiting: list[DeferredCorrection] = []
 
     for key in sorted(by_key.keys() | live.keys() | gone.keys()):
         row = by_key.get(key)
         observed = live.get(key)
         if observed is not None:
             correction, why = _for_observed(observed, row, poll_at, settle_s)
+            kind = Kind.CREATE if row is None or not row.is_live else Kind.UPDATE
         elif key in gone:
             correction, why = _for_reported_delete(gone[key], row, poll_at, settle_s)
+            kind = Kind.DELETE
         elif row is not None and row.is_live and key[0] in complete:
             correction, why = _for_absent(key, row, poll_at, settle_s)
+            kind = Kind.DELETE
         else:
             continue
         if why is not None:
             deferred[why] += 1
+            waiting.append(DeferredCorrection(key[0], key[1], kind, why))
         elif correction is not None:
             corrections.append(correction)
-    return Plan(tuple(corrections), {d: deferred.get(d, 0) for d in Deferral})
+    return Plan(tuple(corrections), {d: deferred.get(d, 0) for d in Deferral}, tuple(waiting))
 
 
 def _for_observed(

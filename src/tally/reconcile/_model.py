@@ -73,6 +73,8 @@ class ProjectionRow(Protocol):
     def last_event_at(self) -> datetime: ...
     @property
     def is_live(self) -> bool: ...
+    @property
+    def created_at(self) -> datetime | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +134,31 @@ class Correction:
 
 
 @dataclass(frozen=True, slots=True)
+class DeferredCorrection:
+    """One correction a run left to a later run, by resource: what it would have booked and why not."""
+
+    resource_type: str
+    resource_id: str
+    kind: Kind
+    reason: Deferral
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "resource_type": self.resource_type,
+            "resource_id": self.resource_id,
+            "kind": self.kind.value,
+            "reason": self.reason.value,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
-    """The diff's answer: corrections to book, in key order, and the deferred counts."""
+    """The diff's answer: corrections to book, in key order, the deferred counts, and what was deferred
+    (in key order), so a later reader can tell which run could have booked a correction."""
 
     corrections: tuple[Correction, ...]
     deferred: Mapping[Deferral, int]
+    deferred_corrections: tuple[DeferredCorrection, ...] = ()
 
 
 class Status(enum.Enum):

@@ -37,7 +37,7 @@ from ._adapter import Adapter, ObserveRequest, Progress
 from ._booking import IngestsEvents, book
 from ._diff import diff
 from ._errors import RunAborted, SizeNamesFailed
-from ._model import Deferral, Kind, Plan, SyncOutcome
+from ._model import Deferral, DeferredCorrection, Kind, Plan, SyncOutcome
 from ._model import Status as RunStatus
 from ._rules import cap_errors, deleted_servers_window
 
@@ -66,6 +66,10 @@ class RunStats:
     deleted: int = 0
     errors: list[str] = field(default_factory=list)
     deferred: dict[Deferral, int] = field(default_factory=lambda: {d: 0 for d in Deferral})
+    # Which corrections were deferred, by resource, and which types were listed to the end: what a later
+    # reader (the compare, the absence pass) needs to tell which run could have booked a correction.
+    deferred_corrections: list[DeferredCorrection] = field(default_factory=list)
+    complete_types: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +79,8 @@ class RunStats:
             "errors": cap_errors(self.errors),
             "error_count": len(self.errors),
             "deferred": {d.value: self.deferred[d] for d in Deferral},
+            "deferred_resources": [d.to_json() for d in self.deferred_corrections],
+            "complete_types": self.complete_types,
         }
 
 
@@ -251,6 +257,8 @@ async def _decide(
     for resource_type in sorted(observation.enumerated_types):
         rows.extend(await store.sync_rows(cloud, resource_type))
     plan = diff(observation, rows, poll_at=poll_at, settle_s=settings.settle_s)
+    stats.deferred_corrections.extend(plan.deferred_corrections)
+    stats.complete_types = sorted(observation.complete_types)
     for reason, count in plan.deferred.items():
         stats.deferred[reason] += count
         if count:

@@ -98,6 +98,8 @@ class SyncRow(NamedTuple):
     size: Mapping[str, Any] | None
     last_event_at: datetime
     is_live: bool
+    # The instant of the row's create (None when its history holds no create event).
+    created_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -518,6 +520,10 @@ class Store(Protocol):
 
     async def get_sync_run(self, run_id: str) -> dict[str, Any] | None:
         """``{id, cloud, started_at, completed_at, status, stats}`` or None."""
+        ...
+
+    async def list_sync_runs(self, cloud: str) -> list[dict[str, Any]]:
+        """Every run of ``cloud``, oldest ``started_at`` first, each shaped as ``get_sync_run`` answers."""
         ...
 
     def sync_lock(self, cloud: str) -> AbstractAsyncContextManager[None]:

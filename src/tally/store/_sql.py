@@ -775,14 +775,14 @@ class SqlStore(ABC):
             recs = await tx.fetchall(
                 "SELECT resource_id, project_id, state, "
                 "CASE WHEN deleted_at IS NULL THEN CAST(size AS TEXT) END, last_event_at, "
-                "CASE WHEN deleted_at IS NULL THEN 1 ELSE 0 END "
+                "CASE WHEN deleted_at IS NULL THEN 1 ELSE 0 END, created_at "
                 "FROM current_resources WHERE cloud = ? AND resource_type = ? ORDER BY resource_id",
                 (cloud, resource_type),
             )
         sizes: dict[str, Mapping[str, Any]] = {}
         names: dict[str, str] = {}
         rows: list[SyncRow] = []
-        for resource_id, project_id, state, size_text, last_event_at, live in recs:
+        for resource_id, project_id, state, size_text, last_event_at, live, created_at in recs:
             size = None
             if size_text is not None:
                 size = sizes.get(size_text)
@@ -797,6 +797,7 @@ class SqlStore(ABC):
                     size,
                     self.from_ts(last_event_at),
                     bool(live),
+                    self.from_opt_ts(created_at),
                 )
             )
         return rows
@@ -1241,13 +1242,19 @@ class SqlStore(ABC):
         if not is_uuid(run_id):
             return None
         async with self._tx() as tx:
+            recs = await tx.fetchall(f"SELECT {_SYNC_RUN_COLUMNS} FROM sync_runs WHERE id = ?", (run_id,))
+        return self._sync_run(recs[0]) if recs else None
+
+    async def list_sync_runs(self, cloud: str) -> list[dict[str, Any]]:
+        async with self._tx() as tx:
             recs = await tx.fetchall(
-                "SELECT id, cloud, started_at, completed_at, status, stats FROM sync_runs WHERE id = ?",
-                (run_id,),
+                f"SELECT {_SYNC_RUN_COLUMNS} FROM sync_runs WHERE cloud = ? "
+                "ORDER BY started_at, completed_at NULLS LAST",
+                (cloud,),
             )
-        if not recs:
-            return None
-        r = recs[0]
+        return [self._sync_run(r) for r in recs]
+
+    def _sync_run(self, r: Sequence[Any]) -> dict[str, Any]:
         return {
             "id": str(r[0]),
             "cloud": r[1],
@@ -1256,6 +1263,9 @@ class SqlStore(ABC):
             "status": r[4],
             "stats": self.from_js(r[5]),
         }
+
+
+_SYNC_RUN_COLUMNS = "id, cloud, started_at, completed_at, status, stats"
 
 
 def _group_columns(group_by: Sequence[str], allowed: frozenset[str]) -> list[str]:
