@@ -99,6 +99,7 @@ async def test_sync_rows_are_the_diffs_slice_of_the_projection(store: Store, mak
             row.last_event_at,
             row.is_live,
         )
+        assert (slim.created_at, slim.first_event_at) == (row.created_at, row.first_event_at)
         # A deleted row's size is never compared, so it is not read.
         assert slim.size == (row.size if row.is_live else None)
     assert instances[0].is_live is False and instances[0].last_event_at.tzinfo is not None

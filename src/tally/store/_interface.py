@@ -98,8 +98,9 @@ class SyncRow(NamedTuple):
     size: Mapping[str, Any] | None
     last_event_at: datetime
     is_live: bool
-    # The instant of the row's create (None when its history holds no create event).
+    # The instant of the row's create (None when its history holds no create event), and of its oldest event.
     created_at: datetime | None = None
+    first_event_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

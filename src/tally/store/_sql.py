@@ -775,14 +775,14 @@ class SqlStore(ABC):
             recs = await tx.fetchall(
                 "SELECT resource_id, project_id, state, "
                 "CASE WHEN deleted_at IS NULL THEN CAST(size AS TEXT) END, last_event_at, "
-                "CASE WHEN deleted_at IS NULL THEN 1 ELSE 0 END, created_at "
+                "CASE WHEN deleted_at IS NULL THEN 1 ELSE 0 END, created_at, first_event_at "
                 "FROM current_resources WHERE cloud = ? AND resource_type = ? ORDER BY resource_id",
                 (cloud, resource_type),
             )
         sizes: dict[str, Mapping[str, Any]] = {}
         names: dict[str, str] = {}
         rows: list[SyncRow] = []
-        for resource_id, project_id, state, size_text, last_event_at, live, created_at in recs:
+        for resource_id, project_id, state, size_text, last_event_at, live, created_at, first_at in recs:
             size = None
             if size_text is not None:
                 size = sizes.get(size_text)
@@ -798,6 +798,7 @@ class SqlStore(ABC):
                     self.from_ts(last_event_at),
                     bool(live),
                     self.from_opt_ts(created_at),
+                    self.from_ts(first_at),
                 )
             )
         return rows
