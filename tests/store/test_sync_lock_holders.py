@@ -132,3 +132,24 @@ async def test_the_same_cloud_in_two_schemas_has_two_locks(
             with pytest.raises(SyncLockHeld):
                 async with two.sync_lock("os-dev"):
                     pass
+
+
+async def test_runs_racing_for_a_new_cloud_get_one_holder(store: Store) -> None:
+    # Each take on PostgreSQL is a connection of its own; the first ones also race to add the key row.
+    got: list[int] = []
+    refused: list[int] = []
+
+    async def take(i: int) -> None:
+        try:
+            async with store.sync_lock("os-new"):
+                got.append(i)
+                await anyio.sleep(0.5)
+        except SyncLockHeld:
+            refused.append(i)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(8):
+            tg.start_soon(take, i)
+    assert len(got) == 1 and len(refused) == 7
+    async with store.sync_lock("os-new"):
+        pass

@@ -557,9 +557,9 @@ FROM (SELECT tableoid::bigint::bit(32)::integer AS space, key FROM sync_lock_key
 
 async def _take_sync_lock(conn: psycopg.AsyncConnection[Any], cloud: str) -> tuple[int, int]:
     """Take ``cloud``'s lock on ``conn`` (giving the cloud its key first if it has none); its two keys."""
-    # One round trip: in autocommit each statement of the pipeline is its own transaction, so the read
-    # sees the key row whoever added it. NOT EXISTS first, because ON CONFLICT alone would spend a
-    # number of the identity on every run of a known cloud.
+    # One round trip. The read takes its snapshot after the insert has returned, and the insert waits
+    # for a concurrent adder of the same cloud to commit, so the read sees the key row whoever added it.
+    # NOT EXISTS first, because ON CONFLICT alone would spend a number of the identity on every run.
     async with conn.pipeline():
         await conn.execute(_ADD_SYNC_LOCK_KEY, [cloud, cloud])
         cursor = await conn.execute(_TRY_SYNC_LOCK, [cloud])
