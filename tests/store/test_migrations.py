@@ -92,7 +92,8 @@ async def test_seed_leaves_an_operators_row_alone_and_succeeds(store: Store) -> 
     await store.migrate_down(5)
     operator = {"type": "object", "required": ["listeners"]}
     await store.put_resource_type("openstack", "loadbalancer", operator)
-    assert await store.migrate_up() == [6, 7]
+    latest = (await store.schema_status()).latest
+    assert await store.migrate_up() == list(range(6, latest + 1))
     kept = await store.get_resource_type("openstack", "loadbalancer")
     assert kept is not None and kept.size_schema == operator
 

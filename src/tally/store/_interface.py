@@ -529,8 +529,9 @@ class Store(Protocol):
 
     def sync_lock(self, cloud: str) -> AbstractAsyncContextManager[None]:
         """Hold the per-cloud sync lock for the block; raises ``SyncLockHeld`` at entry when another holder
-        has it. PostgreSQL: a session advisory lock on a dedicated connection; SQLite: a lock row with a
-        renewed lease, so a crashed holder's lock expires."""
+        has it. PostgreSQL: a session advisory lock on a dedicated connection, keyed by a number of the
+        cloud's own and released before the connection closes; SQLite: a lock row with a renewed lease,
+        so a crashed holder's lock expires."""
         ...
 
     # -- lifetime -------------------------------------------------------------------------------------
