@@ -508,7 +508,7 @@ async def _lockstep(
     month: Month,
     publisher: Publisher,
     drainer: Drainer,
-    sync: Callable[[datetime], Any],
+    sync: SyncAt,
     collector_accepted: Callable[[], int],
     options: SimulateOptions,
     progress: Progress,
