@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from tally.daemon.cli import main
+from tally.simulator.vhost import url_vhost, with_vhost
 
 TINY = ["--seed", "1", "--period", "2026-07", "--scale", "0.3", "--days", "1", "--factor", "0"]
 
@@ -43,3 +44,12 @@ def test_simulate_refuses_a_local_broker_without_rabbitmqctl(
     assert code == 2
     error = capsys.readouterr().err
     assert error.startswith("tally simulate: rabbitmqctl is not on PATH") and error.count("\n") == 1
+
+
+def test_the_run_vhost_replaces_the_one_the_url_names() -> None:
+    url = "amqp://sim:s%2Fecret@127.0.0.1:5672/?heartbeat=30"
+    assert url_vhost(url) == "/"
+    assert url_vhost("amqp://h/%2Fprod") == "/prod"
+    moved = with_vhost(url, "tally-simulate-0123456789ab")
+    assert moved == "amqp://sim:s%2Fecret@127.0.0.1:5672/tally-simulate-0123456789ab?heartbeat=30"
+    assert url_vhost(moved) == "tally-simulate-0123456789ab"
