@@ -81,7 +81,11 @@ def register(subparsers: Any) -> None:
         metavar="MINUTES",
         help="virtual minutes between syncs, also the comparison's tolerance (default 60)",
     )
-    p.add_argument("--store-url", default=None, help="a store URL (default: SQLite in the state directory)")
+    p.add_argument(
+        "--store-url",
+        default=None,
+        help="a store URL (default: TALLY_REPORTING_DB_URL, as for tally run; else SQLite in the state dir)",
+    )
     p.add_argument(
         "--amqp-url", default=None, help="publish through this RabbitMQ (default: the in-process bus)"
     )
@@ -97,6 +101,13 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--report", type=Path, default=None, metavar="FILE.html", help="write an HTML report")
     p.add_argument("--out", type=Path, default=None, metavar="DIR", help="also write the month's files here")
+    p.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the run and its comparison as one JSON document",
+    )
     p.set_defaults(handler=simulate_command)
 
 
@@ -200,7 +211,7 @@ def print_differences(comparison: Comparison, console: Console, *, limit: int = 
 async def simulate_command(args: argparse.Namespace) -> int:
     from .publisher import PublishError, check_broker
     from .report import render_report, write_report
-    from .simulate import SimulateOptions, simulate
+    from .simulate import SimulateError, SimulateOptions, simulate
     from .summary import ProgressView, differences_table, summary_rows, summary_table
 
     settings = Settings()
@@ -210,6 +221,8 @@ async def simulate_command(args: argparse.Namespace) -> int:
             raise ValueError(f"--sync-interval {args.sync_interval} must be above 0 minutes")
         if args.amqp_url:
             check_broker(args.amqp_url, allow_remote=args.allow_remote_broker)
+        if args.json is not None and not args.json.parent.is_dir():
+            raise ValueError(f"--json {args.json}: the directory {args.json.parent} does not exist")
         if args.out is not None:
             write_month(month, args.out)
     except (GeneratorError, FaultError, ClockError, PublishError, ValueError, OSError) as exc:
@@ -234,8 +247,10 @@ async def simulate_command(args: argparse.Namespace) -> int:
     try:
         with ProgressView(Console(stderr=True)) as view:
             result = await simulate(options, month=month, on_progress=view.callback())
-    except PublishError as exc:
+    except (PublishError, SimulateError) as exc:
         return _fail("simulate", exc)
+    if args.json is not None:
+        _write_json(args.json, result.to_doc())
     console.print(summary_table(result))
     if result.comparison.resources:
         console.print(differences_table(result.comparison))
@@ -250,6 +265,15 @@ async def simulate_command(args: argparse.Namespace) -> int:
         write_report(args.report, document)
         console.print(f"report written to {args.report}", highlight=False)
     return 0 if result.passed else 1
+
+
+def _write_json(path: Path, doc: dict[str, Any]) -> None:
+    import orjson
+
+    # Whole or not at all: a reader (the accuracy benchmark) never sees half a document.
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    partial.replace(path)
 
 
 async def run_command(args: argparse.Namespace) -> int:

@@ -8,8 +8,9 @@ config; syncs are told the virtual instant. At the end: the held-back share is r
 sync runs at period_to, and the store's lifecycle intervals are compared with the oracle.
 
 Factor 0 is *lockstep*: publish up to an instant, let the collector drain (everything published is
-committed and delivered into ingest), sync at that instant, every ``sync_interval``. Nothing then
-depends on wall time, so two runs give the same store. Above 0 the publisher is paced by the clock
+committed and delivered into ingest), sync at that instant, every ``sync_interval``; an instant where
+the sync provably books nothing is skipped (:func:`sync_is_idle`). Nothing then depends on wall
+time, so two runs give the same store. Above 0 the publisher is paced by the clock
 and syncs run every ``sync_interval`` of virtual time at the clock's instant, as a deployment would.
 """
 
@@ -33,7 +34,7 @@ import yaml
 
 from tally.collector import Collector, InProcessBus
 from tally.config import Settings, load_clouds_config
-from tally.core import Interval
+from tally.core import Interval, format_instant
 from tally.ingest import IngestPipeline
 from tally.outbox import IngestSink
 from tally.reconcile import RunSettings, SyncService
@@ -46,12 +47,16 @@ from .fakecloud import ADMIN_PASSWORD, ADMIN_PROJECT, ADMIN_USER, create_fake_cl
 from .generator import Month, generate_month
 from .publisher import AmqpSink, BusSink, Publisher, Sink, add_release_route, redact
 from .stored import lifecycles_of_store
+from .vhost import RunBroker, run_broker
 
 log = logging.getLogger(__name__)
 
 #: The exchanges the simulate collector binds: the billed services' (octavia included).
 COLLECTOR_EXCHANGES = "nova,neutron,openstack,glance,octavia"
 DEFAULT_SYNC_INTERVAL = timedelta(minutes=60)
+#: The syncs' recent window. Off: in lockstep every delivery is in before the sync, so nothing is in
+#: flight to wait for, and :func:`sync_is_idle`'s proof needs it off.
+SETTLE_S = 0
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,14 @@ class SimulateOptions:
     skip_idle: bool = True
     state_dir: Path | None = None
     now: datetime | None = None
+
+
+class SimulateError(RuntimeError):
+    """The run cannot start on what it was given; the message names it."""
+
+
+def _shown(store_url: str) -> str:
+    return redact(store_url) if store_url.startswith("postgres") else store_url
 
 
 @dataclass
@@ -124,10 +137,41 @@ class SimulateResult:
     wall_s: float
     store_url: str
     state_dir: Path
+    vhost: str | None = None
 
     @property
     def passed(self) -> bool:
         return self.comparison.passed and self.progress.failed_syncs == 0
+
+    def to_doc(self) -> dict[str, Any]:
+        """The run as one JSON document (``tally simulate --json FILE``): the month, what the pipeline
+        did, and the comparison's own document under ``comparison``."""
+        m, p = self.month, self.progress
+        return {
+            "format": 1,
+            "passed": self.passed,
+            "month": {
+                "seed": m.seed,
+                "period": m.period,
+                "scale": m.scale,
+                "cloud": m.cloud,
+                "from": format_instant(m.period_from),
+                "to": format_instant(m.period_to),
+                "faults": sorted(m.faults),
+            },
+            "notifications": {"published": p.published, "total": p.total},
+            "ingest": {
+                source: {"accepted": t.accepted, "duplicates": t.duplicates, "rejected": t.rejected}
+                for source, t in sorted(self.ingest.items())
+            },
+            "syncs": {"run": p.syncs, "idle_skipped": p.idle_skipped, "failed": p.failed_syncs},
+            "corrections": dict(sorted(p.corrections.items())),
+            "deferred": dict(sorted(p.deferred.items())),
+            "store": _shown(self.store_url),
+            "vhost": self.vhost,
+            "wall_s": round(self.wall_s, 3),
+            "comparison": self.comparison.to_doc(),
+        }
 
 
 def write_cloud_files(directory: Path, base_url: str, cloud: str) -> tuple[Path, Path]:
@@ -265,18 +309,15 @@ async def simulate(
             on_progress(progress)
 
     with _state_dir(options.state_dir) as state_dir:
-        store_url = options.store_url or f"sqlite:///{(state_dir / 'tally.sqlite3').resolve()}"
-        settings = Settings(
-            state_dir=state_dir,
-            osc_amqp_url=options.amqp_url,
-            osc_buffer_path=state_dir / "outbox.sqlite3",
-            osc_cloud=month.cloud,
-            osc_exchanges=COLLECTOR_EXCHANGES,
-            osc_queue_name=options.queue_name,
-            osc_flush_interval_s=_flush_interval(options),
-        )
+        # The setting ``tally run`` opens (TALLY_REPORTING_DB_URL, else SQLite in the state directory).
+        store_url = options.store_url or Settings(state_dir=state_dir).store_url
         async with open_store(store_url) as store:
             await store.migrate_up()
+            if await store.resources_of_cloud(month.cloud):
+                raise SimulateError(
+                    f"the store {_shown(store_url)} already holds resources of cloud {month.cloud}: "
+                    "the comparison would count them too (use an empty store, or another --cloud)"
+                )
             pipeline = CountingPipeline(IngestPipeline(store, require_size_schema=False))
             clock = VirtualClock(month.period_from, 0.0)
             publish_progress = PublishProgress()
@@ -284,14 +325,27 @@ async def simulate(
             async with contextlib.AsyncExitStack() as stack:
                 sink: Sink
                 bus: InProcessBus | None = None
+                broker: RunBroker | None = None
                 if options.amqp_url is not None:
+                    broker = await stack.enter_async_context(
+                        run_broker(options.amqp_url, queue=options.queue_name)
+                    )
                     # Declares the exchanges before the collector looks for them.
                     sink = await stack.enter_async_context(
-                        AmqpSink(options.amqp_url, allow_remote=options.allow_remote_broker)
+                        AmqpSink(broker.url, allow_remote=options.allow_remote_broker)
                     )
                 else:
                     bus = InProcessBus()
                     sink = BusSink(bus)
+                settings = Settings(
+                    state_dir=state_dir,
+                    osc_amqp_url=broker.url if broker is not None else None,
+                    osc_buffer_path=state_dir / "outbox.sqlite3",
+                    osc_cloud=month.cloud,
+                    osc_exchanges=COLLECTOR_EXCHANGES,
+                    osc_queue_name=options.queue_name,
+                    osc_flush_interval_s=_flush_interval(options),
+                )
                 publisher = Publisher(month.notifications, month.held_back, sink, clock, publish_progress)
                 add_release_route(app, publisher)
                 async with anyio.create_task_group() as tg:
@@ -302,7 +356,7 @@ async def simulate(
                         load_clouds_config(clouds_config),
                         store=store,
                         pipeline=pipeline,
-                        settings=RunSettings(settle_s=0, budget_s=600.0),
+                        settings=RunSettings(settle_s=SETTLE_S, budget_s=600.0),
                     )
                     collector = Collector(settings, sink=IngestSink(pipeline), bus=bus)
                     await tg.start(collector.serve)
@@ -312,13 +366,13 @@ async def simulate(
                         "sync_interval_s=%d",
                         month.cloud,
                         base_url,
-                        redact(store_url) if store_url.startswith("postgres") else store_url,
-                        redact(options.amqp_url) if options.amqp_url else "in-process",
+                        _shown(store_url),
+                        f"{redact(broker.url)} (vhost {broker.vhost})" if broker else "in-process",
                         options.factor,
                         options.sync_interval.total_seconds(),
                     )
 
-                    async def sync(at: datetime) -> None:
+                    async def sync(at: datetime) -> bool:
                         if clock.factor == 0.0:
                             clock.set(at)
                         outcome = await service.run_cloud(month.cloud, at)
@@ -340,10 +394,17 @@ async def simulate(
                             progress.deferred[reason] += int(count)
                         progress.published = publish_progress.published
                         tell()
+                        return outcome.status.value == "completed"
+
+                    def collector_accepted() -> int:
+                        counted = pipeline.by_source.get("collector")
+                        return counted.accepted if counted is not None else 0
 
                     with _client_config(clouds_yaml):
                         if options.factor == 0:
-                            await _lockstep(month, publisher, drainer, sync, options, progress, tell)
+                            await _lockstep(
+                                month, publisher, drainer, sync, collector_accepted, options, progress, tell
+                            )
                         else:
                             await _paced(month, publisher, drainer, clock, sync, options)
                         if publisher.progress.holding:
@@ -351,6 +412,7 @@ async def simulate(
                         await drainer.drain(publisher)
                         await sync(month.period_to)
                     tg.cancel_scope.cancel()
+                vhost = broker.vhost if broker is not None else None
             stored = await lifecycles_of_store(store, month.cloud)
     comparison = compare(month.oracle, stored, sync_interval=options.sync_interval)
     progress.published = publish_progress.published
@@ -375,6 +437,7 @@ async def simulate(
         wall_s=wall,
         store_url=store_url,
         state_dir=state_dir,
+        vhost=vhost,
     )
 
 
@@ -382,15 +445,63 @@ SyncAt = Callable[[datetime], Any]
 
 
 def change_instants(month: Month) -> list[datetime]:
-    """Every instant the world changes (a segment starts, a resource ends) or a billable
-    notification is published, sorted."""
+    """Every instant the fake cloud's answers change: a resource's segment starts (its creation
+    included) and its termination, sorted. Projects, flavors and volume types are fixed for the
+    period, and a listing at an instant reads only the segment in effect, its start and the
+    termination (``Resource.segment_at``, ``updated_at``, nova's deleted servers)."""
     found: set[datetime] = set()
     for r in month.world.resources:
         found.update(seg.start for seg in r.timeline)
         if r.terminated_at is not None:
             found.add(r.terminated_at)
-    found.update(n.published_at for n in month.notifications if n.billable)
     return sorted(found)
+
+
+def sync_is_idle(
+    changes: Sequence[datetime],
+    last_completed: datetime | None,
+    at: datetime,
+    *,
+    events_since: int,
+    settle_s: int,
+) -> bool:
+    """Whether the lockstep sync at ``at`` may be skipped: it provably books nothing, and skipping it
+    changes no later sync, so the store comes out event for event as with ``--every-sync``.
+
+    Idle means: the sync just before ran and completed at ``last_completed``; no collector event was
+    accepted since (``events_since`` is 0: the drain before each instant runs either way, so both
+    runs ingest the same deliveries at the same instants); the recent window is off (``settle_s`` 0);
+    and no change instant lies in the *closed* span ``[last_completed, at]``.
+
+    Why a sync at ``at`` would book nothing. The diff is level-based: its inputs are the listings,
+    the projection rows, the run's instant and the deleted-servers window. The listings of live
+    resources at ``at`` are those at ``last_completed`` (no segment starts or ends in between). The
+    rows are the rows ``last_completed``'s sync left: no event arrived since, and every sync in
+    between (with ``--every-sync``) booked nothing, by this same argument. That sync completed, so
+    it booked every correction it decided: a create leaves the row live with the listed state,
+    project and size, an update leaves the listed facts, a delete leaves the row deleted, and none
+    of them is decided again against the same listing. What it deferred, it deferred as
+    transitional (with settle 0 nothing is recent), and the resource is listed in the same
+    transition still. Nova's deleted servers inside the window of a sync at ``at`` (it opens no
+    earlier than ``last_completed``) would have to end inside ``[last_completed, at]``: none does.
+    A deletion dated exactly at ``last_completed`` is why the span is closed: a later window that
+    opens there lists it again, and by then a held-back create may have made its row.
+
+    Why no later sync changes. A skipped run leaves no correction (above) and no completed run, so
+    the one thing it would have moved is the bound of the next run's deleted-servers window: the
+    next sync ``S`` opens it at ``last_completed`` instead of at the skipped instant just before
+    ``S``, clamped to 24 h before ``S`` either way. The two windows differ only by
+    ``[last_completed, S - interval]``, where every instant was idle, so no server ended there and
+    the two listings are the same. A poll-dated correction is dated at the instant of the run that
+    books it; since a skipped instant books nothing, every correction is booked by the same run, at
+    the same instant, in both modes.
+
+    A failed sync (``last_completed`` None) is never followed by a skip: the next run retries what
+    it left, and only completed runs move the bound.
+    """
+    if last_completed is None or events_since != 0 or settle_s != 0:
+        return False
+    return bisect.bisect_left(changes, last_completed) == bisect.bisect_right(changes, at)
 
 
 async def _lockstep(
@@ -398,27 +509,35 @@ async def _lockstep(
     publisher: Publisher,
     drainer: Drainer,
     sync: SyncAt,
+    collector_accepted: Callable[[], int],
     options: SimulateOptions,
     progress: Progress,
     tell: Callable[[], None],
 ) -> None:
-    # A sync at an instant where neither the world nor the bus changed since the last sync would
-    # observe what that one observed against the same store, and book nothing: it is skipped.
     changes = change_instants(month)
-    last: datetime | None = None
+    last_completed: datetime | None = None
+    accepted_then = 0
     at = month.period_from + options.sync_interval
     while at < month.period_to:
-        await publisher.publish_until(at)
-        idle = last is not None and bisect.bisect_right(changes, last) == bisect.bisect_right(changes, at)
+        # Both modes drain at the same instants, so the store holds the same deliveries at each.
+        if await publisher.publish_until(at):
+            await drainer.drain(publisher)
+        idle = sync_is_idle(
+            changes,
+            last_completed,
+            at,
+            events_since=collector_accepted() - accepted_then,
+            settle_s=SETTLE_S,
+        )
         if idle and options.skip_idle:
             progress.idle_skipped += 1
             progress.virtual_now = at
             progress.published = publisher.progress.published
             tell()
         else:
-            await drainer.drain(publisher)
-            await sync(at)
-            last = at
+            completed = await sync(at)
+            last_completed = at if completed else None
+            accepted_then = collector_accepted()
         at += options.sync_interval
     await publisher.publish_until(month.period_to)
 

@@ -7,6 +7,7 @@ combined, so the SQLite run has missing-create and the PostgreSQL run pre-existi
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -66,39 +67,53 @@ def test_simulate_sqlite_in_process_bus_passes_with_every_fault(
     assert "OFF" in capsys.readouterr().out
 
 
-async def _delete_queue(url: str, name: str) -> None:
+async def _queue_exists(url: str, name: str) -> bool:
     connection = await aio_pika.connect(url)
     async with connection:
-        await (await connection.channel()).queue_delete(name)
+        try:
+            await (await connection.channel()).declare_queue(name, passive=True)
+        except aio_pika.exceptions.ChannelClosed:
+            return False
+        return True
+
+
+def _vhosts() -> list[str]:
+    listed = subprocess.run(["rabbitmqctl", "-q", "list_vhosts"], capture_output=True, text=True, check=True)
+    return listed.stdout.split()
 
 
 def test_simulate_postgresql_rabbitmq_passes_with_every_fault(
     tmp_path: Path, pg_url: str, amqp_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     queue_name = f"tally-test-simulate-{uuid.uuid4().hex[:8]}"
-    try:
-        code = main(
-            [
-                "simulate",
-                *SMALL,
-                "--faults",
-                f"pre-existing,{COMMON_FAULTS}",
-                "--store-url",
-                pg_url,
-                "--amqp-url",
-                amqp_url,
-                "--queue-name",
-                queue_name,
-                "--state-dir",
-                str(tmp_path),
-            ]
-        )
-    finally:
-        # The collector's queue is durable and stays bound to the services' exchanges.
-        anyio.run(_delete_queue, amqp_url, queue_name, backend="asyncio")
+    summary = tmp_path / "summary.json"
+    code = main(
+        [
+            "simulate",
+            *SMALL,
+            "--faults",
+            f"pre-existing,{COMMON_FAULTS}",
+            "--store-url",
+            pg_url,
+            "--amqp-url",
+            amqp_url,
+            "--queue-name",
+            queue_name,
+            "--state-dir",
+            str(tmp_path),
+            "--json",
+            str(summary),
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert "tally simulate: passed" in printed
+    # The run had a vhost of its own, and removed it (its exchanges and queue with it); nothing of it
+    # is left on the vhost the URL names.
+    vhost = orjson.loads(summary.read_bytes())["vhost"]
+    assert vhost.startswith("tally-simulate-")
+    assert vhost not in _vhosts()
+    assert not anyio.run(_queue_exists, amqp_url, queue_name, backend="asyncio")
 
 
 def test_simulator_run_writes_the_month_files_deterministically(tmp_path: Path) -> None:

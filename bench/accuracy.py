@@ -1,0 +1,223 @@
+"""The accuracy matrix: ``tally simulate`` over seeds x periods in lockstep, every fault on, the verdicts.
+
+    .venv/bin/python -m bench.accuracy                      # seeds 1-10 x 2026-02, 2026-07, 2025-12, 2026-11
+    .venv/bin/python -m bench.accuracy --scale 100 --sync-interval 1440 --seeds 1 --periods 2026-07
+    .venv/bin/python -m bench.accuracy --quick              # two small months (CI, seconds)
+
+``--quick`` runs seeds 1 and 3 of July 2026 at scale 0.3 for 3 days: two months that pass at the
+baseline (2026-12-01), so CI goes red when a change puts a resource off there.
+
+Each month is one ``tally simulate --factor 0 --json FILE`` process, ``--jobs`` of them at a time
+(two by default: the machine's two cores). The verdicts are the simulate document's, never computed
+here: per month resources exact / within tolerance / off, the billed-seconds error (and every other
+figure the comparison's document offers at its top level, a quantity-weighted error for one), the
+syncs and the month's wall time; then the totals and ``RATIO`` lines. Exits 1 when any month is off
+or failed, 2 when a month could not run at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+FAULTS = "missing-create,duplicates,reordering,refused-shapes,held-back,missing-delete,lost-update"
+PERIODS = "2026-02,2026-07,2025-12,2026-11"
+#: The comparison's top-level figures this table shows in its own columns.
+SHOWN = {"exact", "tolerated", "off", "seconds_off", "sync_interval_s", "passed"}
+
+
+def seeds_of(text: str) -> list[int]:
+    """``1-10``, ``3``, ``1,4,7`` or a mix: the seeds, in order, each once."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        lo, sep, hi = part.partition("-")
+        try:
+            first, last = (int(lo), int(hi)) if sep else (int(part), int(part))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a seed or a range like 1-10") from None
+        if last < first:
+            raise argparse.ArgumentTypeError(f"the range {part!r} runs backwards")
+        out.extend(s for s in range(first, last + 1) if s not in out)
+    return out
+
+
+@dataclass
+class Month:
+    seed: int
+    period: str
+    code: int = 0
+    wall_s: float = 0.0
+    doc: dict[str, Any] | None = None
+    error: str = ""
+
+    @property
+    def comparison(self) -> dict[str, Any]:
+        return self.doc["comparison"] if self.doc else {}
+
+
+def run_month(seed: int, period: str, args: argparse.Namespace, workdir: Path) -> Month:
+    summary = workdir / f"{period}-seed{seed}.json"
+    command = [
+        sys.executable,
+        "-m",
+        "tally.daemon.cli",
+        "simulate",
+        "--seed",
+        str(seed),
+        "--period",
+        period,
+        "--scale",
+        f"{args.scale:g}",
+        "--factor",
+        "0",
+        "--faults",
+        args.faults,
+        "--sync-interval",
+        f"{args.sync_interval:g}",
+        "--json",
+        str(summary),
+    ]
+    if args.days is not None:
+        command += ["--days", str(args.days)]
+    began = time.monotonic()
+    # Each month's store and outbox in a fresh temporary state directory, never a configured store.
+    env = {k: v for k, v in os.environ.items() if k != "TALLY_REPORTING_DB_URL"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    month = Month(seed, period, done.returncode, time.monotonic() - began)
+    if summary.exists():
+        month.doc = orjson.loads(summary.read_bytes())
+    else:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        month.error = lines[-1] if lines else f"exit {done.returncode}, no output"
+    return month
+
+
+def extra_figures(months: list[Month]) -> list[str]:
+    """The comparison document's numeric top-level figures beyond the ones shown anyway."""
+    names: list[str] = []
+    for m in months:
+        for key, value in m.comparison.items():
+            numeric = isinstance(value, int | float) and not isinstance(value, bool)
+            if numeric and key not in SHOWN and key not in names:
+                names.append(key)
+    return names
+
+
+def _fraction(c: dict[str, Any]) -> str:
+    oracle = sum(float(t.get("oracle", 0.0)) for t in c.get("billed_seconds", {}).values())
+    return f"{float(c['seconds_off']) / oracle:+.4%}" if oracle else "n/a"
+
+
+def print_table(months: list[Month], extras: list[str]) -> None:
+    head = ["seed", "period", "exact", "tolerated", "off", "billed-seconds error", "of oracle"]
+    head += [*extras, "syncs (skipped)", "wall s", "verdict"]
+    rows: list[list[str]] = []
+    for m in months:
+        c = m.comparison
+        if m.doc is None:
+            rows.append(
+                [str(m.seed), m.period, *[""] * (len(head) - 4), f"{m.wall_s:.1f}", f"ERROR {m.error}"]
+            )
+            continue
+        syncs = m.doc["syncs"]
+        verdict = "passed" if m.doc["passed"] else ("OFF" if c["off"] else "FAILED (syncs)")
+        rows.append(
+            [
+                str(m.seed),
+                m.period,
+                f"{c['exact']:,}",
+                f"{c['tolerated']:,}",
+                f"{c['off']:,}",
+                f"{float(c['seconds_off']):+,.0f} s",
+                _fraction(c),
+                *[f"{float(c[x]):+,.6g}" if x in c else "" for x in extras],
+                f"{syncs['run']} ({syncs['idle_skipped']})",
+                f"{m.wall_s:.1f}",
+                verdict,
+            ]
+        )
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---" if i < 2 or i == len(head) - 1 else "---:" for i in range(len(head))) + "|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.accuracy", description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=seeds_of, default=None, help="e.g. 1-10 or 1,3,5 (default 1-10)")
+    parser.add_argument("--periods", default=None, help=f"comma-separated YYYY-MM (default {PERIODS})")
+    parser.add_argument("--jobs", type=int, default=2, help="months at a time, each its own process")
+    parser.add_argument("--scale", type=float, default=None, help="tenant multiplier (default 1)")
+    parser.add_argument("--days", type=int, default=None, help="only the first N days of each period")
+    parser.add_argument("--sync-interval", type=float, default=60.0, metavar="MINUTES")
+    parser.add_argument("--faults", default=FAULTS)
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR", help="keep each month's JSON here")
+    parser.add_argument(
+        "--quick", action="store_true", help="two small months: scale 0.3, 3 days, seeds 1, 3"
+    )
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs} must be at least 1")
+    if args.quick:
+        args.seeds = args.seeds or [1, 3]
+        args.periods = args.periods or "2026-07"
+        args.scale = args.scale or 0.3
+        args.days = args.days or 3
+    seeds = args.seeds or list(range(1, 11))
+    periods = [p.strip() for p in (args.periods or PERIODS).split(",") if p.strip()]
+    args.scale = args.scale or 1.0
+    grid = [(seed, period) for period in periods for seed in seeds]
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="tally-accuracy-") as tmp:
+        workdir = args.keep or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            futures = [pool.submit(run_month, seed, period, args, workdir) for seed, period in grid]
+            months = []
+            for future in futures:
+                month = future.result()
+                months.append(month)
+                state = "error" if month.doc is None else f"off {month.comparison['off']}"
+                print(
+                    f"  {month.period} seed {month.seed}: {state}, {month.wall_s:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    wall = time.monotonic() - began
+    print(
+        f"accuracy matrix: seeds {','.join(map(str, seeds))} x {', '.join(periods)}; scale {args.scale:g}"
+        f"{f', {args.days} days' if args.days else ''}; sync every {args.sync_interval:g} min; "
+        f"faults {args.faults or 'none'}; {args.jobs} at a time"
+    )
+    print_table(months, extra_figures(months))
+    ran = [m for m in months if m.doc is not None]
+    passed = sum(1 for m in ran if m.doc and m.doc["passed"])
+    off = sum(int(m.comparison["off"]) for m in ran)
+    error_s = sum(float(m.comparison["seconds_off"]) for m in ran)
+    print(
+        f"totals: {passed} of {len(months)} months passed; {off:,} resources off; "
+        f"billed-seconds error {error_s:+,.0f} s; wall {wall:.1f} s "
+        f"(months {sum(m.wall_s for m in months):.1f} s summed)"
+    )
+    print(f"RATIO accuracy_months_passed={passed}")
+    print(f"RATIO accuracy_months={len(months)}")
+    print(f"RATIO accuracy_resources_off={off}")
+    print(f"RATIO accuracy_wall_s={wall:.1f}")
+    if len(ran) < len(months):
+        return 2
+    return 0 if passed == len(months) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
