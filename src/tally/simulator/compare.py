@@ -6,9 +6,9 @@ is a :class:`Difference`. One kind is tolerated: a correction the sync dates at
 its poll instant (an update, a delete found by absence) leaves the stored facts
 stale from the instant the oracle changed until the next poll, so a span where
 the store still shows facts the oracle held less than one sync interval before
-the span ends is accepted and reported as such (two changes inside one interval,
-neither booked by a notification: a volume offered and accepted with the accept
-lost, leave the store on the facts before both). Missing creates, wrong
+the span ends is accepted and reported as such (two changes inside one interval
+that no notification booked, a volume offered for transfer and accepted with the
+accept lost, leave the store on the facts before both). Missing creates, wrong
 sizes and anything longer are not.
 """
 

@@ -272,9 +272,9 @@ class Recorder:
         """The owner offers ``v`` to ``to``: cinder rests it in ``awaiting-transfer`` until ``to``
         accepts (the new owner's, available) or the owner cancels (still the owner's, available).
 
-        The notifications are cinder's: none of them is booked, so the status reaches the record only
-        through a sync's poll, and the accept through ``volume.transfer.accept.end``. Returns the
-        instant the volume is available again.
+        The notifications are cinder's, and only ``volume.transfer.accept.end`` is booked: the offer
+        and a cancel reach the record through a sync's poll. Returns the instant the volume is
+        available again.
         """
         offered = at + SECOND
         done = at + jitter(rng, 60, 1800)
