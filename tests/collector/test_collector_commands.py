@@ -34,7 +34,7 @@ def test_map_reads_one_body_jsonl_bodies_and_captures(
     events = [json.loads(line) for line in out.splitlines()]
     assert events[0] == cases[0]["expected"]
     assert events[1:] == expected
-    assert err.count("skipped") == 4
+    assert err.count("skipped") == 3
     assert "reason=resize_source_host" in err
 
 

@@ -198,12 +198,51 @@ def test_loadbalancer_counts_lists_and_falls_back_to_id() -> None:
     assert outcome.event["payload"]["size"] == {"listeners": 2}  # a non-array count is omitted
 
 
-@pytest.mark.parametrize("size", [0, -5])
-def test_image_create_without_positive_size_is_skipped(size: int) -> None:
+@pytest.mark.parametrize("size", [None, 0, "absent"])
+def test_image_create_of_a_queued_image_books_it_at_size_0(size: object) -> None:
     inner = _body_of("image_create")
-    inner["payload"]["size"] = size
+    inner["payload"]["status"] = "queued"
+    if size == "absent":
+        del inner["payload"]["size"]
+    else:
+        inner["payload"]["size"] = size
     outcome = map_notification(_v2(inner), cloud="os-dev")
-    assert isinstance(outcome, Skipped) and outcome.reason == "image_without_size"
+    assert isinstance(outcome, Mapped)
+    assert outcome.event["event_type"] == "image.create"
+    assert outcome.event["payload"]["state"] == "active"
+    assert outcome.event["payload"]["size"] == {"size_gb": 0}
+
+
+def test_image_create_with_a_negative_size_becomes_an_event_the_api_refuses() -> None:
+    inner = _body_of("image_create")
+    inner["payload"]["size"] = -5
+    outcome = map_notification(_v2(inner), cloud="os-dev")
+    assert isinstance(outcome, Mapped) and outcome.event["payload"]["size"] == {"size_gb": -5 / 2**30}
+
+
+def test_image_upload_without_a_size_states_no_size_for_the_api_to_refuse() -> None:
+    inner = _body_of("image_upload")
+    inner["payload"]["size"] = None
+    outcome = map_notification(_v2(inner), cloud="os-dev")
+    assert isinstance(outcome, Mapped) and outcome.event["payload"]["size"] == {}
+
+
+@pytest.mark.parametrize(
+    "event_type",
+    [
+        "volume.transfer.create.start",
+        "volume.transfer.create.end",
+        "volume.transfer.accept.start",
+        "volume.transfer.delete.start",
+        "volume.transfer.delete.end",
+    ],
+)
+def test_volume_transfer_notifications_but_the_accept_end_are_not_booked(event_type: str) -> None:
+    # A cancelled transfer's delete.end must never read as the volume's delete.
+    inner = _body_of("volume_transfer_accept") | {"event_type": event_type}
+    inner["payload"]["status"] = "awaiting-transfer"
+    outcome = map_notification(_v2(inner), cloud="os-dev")
+    assert isinstance(outcome, Skipped) and outcome.reason == "unmapped"
 
 
 def test_mapped_event_over_64k_is_skipped() -> None:

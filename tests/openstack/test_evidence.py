@@ -118,6 +118,21 @@ def test_an_image_without_owner_is_invalid_and_a_deactivated_one_is_live() -> No
     assert image.state == "active" and image.size == {"size_gb": 0.5}
 
 
+def test_a_queued_image_is_observed_at_size_0_from_its_creation_and_never_in_transition() -> None:
+    image = observe_image(
+        {
+            "id": "i",
+            "owner": "p",
+            "status": "queued",
+            "size": None,
+            "created_at": "2026-07-01T10:00:00Z",
+            "updated_at": "2026-07-01T10:00:00Z",
+        }
+    )
+    assert image.state == "active" and image.size == {"size_gb": 0}
+    assert image.created_at == datetime(2026, 7, 1, 10, tzinfo=UTC) and not image.transitional
+
+
 def test_ip_version() -> None:
     assert ip_version("2001:db8::1") == 6 and ip_version("203.0.113.1") == 4 and ip_version(None) == 4
 

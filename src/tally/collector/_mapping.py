@@ -130,6 +130,13 @@ def image_size(payload: Payload) -> dict[str, Any]:
     return {"size_gb": _plain(_EXACT.divide(size_bytes, _GIB))}
 
 
+def created_image_size(payload: Payload) -> dict[str, Any]:
+    """Glance creates an image queued, its size null until the upload: the image exists, at 0 bytes."""
+    if payload.get("size") is None:
+        return {"size_gb": 0}
+    return image_size(payload)
+
+
 def floating_ip_size(payload: Payload) -> dict[str, Any]:
     address = _sub(payload, "floatingip").get("floating_ip_address")
     version = 4
@@ -244,8 +251,10 @@ RULES: Mapping[str, Rule] = {
         _first(_path("floatingip_id"), _path("floatingip", "id")),
         _nothing,
     ),
+    # The upload is booked as a create too: on the image its create started it changes the size, and
+    # when that create was missed it starts the image (docs/reconciliation.md, "When an image starts").
     "image.upload": Rule("image.create", "image", _IMAGE_ID, _OWNER, _fixed("active"), image_size),
-    "image.create": Rule("image.create", "image", _IMAGE_ID, _OWNER, _fixed("active"), image_size),
+    "image.create": Rule("image.create", "image", _IMAGE_ID, _OWNER, _fixed("active"), created_image_size),
     "image.delete": Rule("image.delete", "image", _IMAGE_ID, _OWNER),
     "octavia.loadbalancer.create.end": _lb("octavia.loadbalancer.create.end", _fixed("active"), True),
     # Octavia never sends listener or pool lists; a size here would reset counts a sync booked.
@@ -267,11 +276,6 @@ def map_decoded(notification: Notification, *, cloud: str) -> MapOutcome:
         return Skipped(SKIP_REASONS.get(oslo_type, "unmapped"), oslo_type, notification.message_id)
     # Decoded JSON holds dicts; checking for dict rather than the Mapping ABC is a hot-path saving.
     payload: Payload = notification.payload if isinstance(notification.payload, dict) else {}
-    if oslo_type == "image.create":
-        # Glance creates the record queued with size null; only a created image with data books.
-        size_bytes = _number(payload.get("size"))
-        if payload.get("size") is None or (size_bytes is not None and size_bytes <= 0):
-            return Skipped("image_without_size", oslo_type, notification.message_id)
     resource_id = rule.resource_id(payload)
     project_id = rule.project_id(payload) or notification.context_project_id or notification.context_tenant_id
     event_payload: dict[str, Any] = {}

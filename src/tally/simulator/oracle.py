@@ -2,8 +2,10 @@
 
 The intervals are read off the world, not the notifications: from the instant
 the collector would book the resource (after nova's ``building``, cinder's
-``creating``, glance's upload, octavia's ``PENDING_CREATE``) to its termination,
-in the canonical state and size form the collector's mapping produces. They are
+``creating``, octavia's ``PENDING_CREATE``; an image from glance's create, at
+size 0 until its upload) to its termination, in the canonical state and size
+form the collector's mapping produces. A volume offered for transfer is in state
+``awaiting-transfer`` until the transfer is accepted or cancelled. They are
 half-open, clipped to the month, adjacent equal facts merged and zero-length
 spans dropped. Reading a document refuses unknown members and other formats.
 """
@@ -25,10 +27,9 @@ from .world import Resource, Segment, World
 
 ORACLE_FORMAT: Final = 3
 WORKLOADS: Final = frozenset({"classic", "gardener", "ci"})
-# Spans before the collector books anything: the create notification ends them.
-_NOT_YET_BOOKED: Final = frozenset(
-    {"building", "creating", "queued", "saving", "uploading", "PENDING_CREATE"}
-)
+# Spans before the collector books anything: the create notification ends them. An image has none:
+# glance's create books it, at size 0 (see docs/reconciliation.md, "When an image starts").
+_NOT_YET_BOOKED: Final = frozenset({"building", "creating", "PENDING_CREATE"})
 
 
 class OracleError(ValueError):
@@ -171,10 +172,7 @@ def canonical_size(world: World, resource: Resource, seg: Segment) -> dict[str, 
 def resource_intervals(world: World, resource: Resource) -> tuple[OracleInterval, ...]:
     """The billed intervals of one resource inside the world's period."""
     segments = list(resource.timeline)
-    while segments and (
-        segments[0].transition in _NOT_YET_BOOKED
-        or (resource.resource_type == "image" and segments[0].size_bytes is None)
-    ):
+    while segments and segments[0].transition in _NOT_YET_BOOKED:
         segments.pop(0)
     out: list[OracleInterval] = []
     lo, hi = world.period_from, world.period_to

@@ -8,8 +8,12 @@ at the end of time). A segment states the facts an API listing shows while it is
 in effect: the canonical Tally state, the owning project, the size facts of its
 type, what it is attached to, and an optional platform *transition* marker for
 spans where the platform is still changing the resource (nova ``building`` or a
-task_state, a cinder transitional status, octavia ``PENDING_*``, a glance
-upload status).
+task_state, one of cinder's twelve in-flight statuses, octavia ``PENDING_*``) or,
+for an image, the glance status it shows before its data is active (``queued``,
+``saving``). A status a resource rests in is a state, never a marker: cinder's
+``awaiting-transfer`` and ``maintenance`` are states of a volume. An image is
+never in transition for Tally (seed 000): it exists, at size 0 until its upload,
+from its create on; the marker only says what glance lists.
 
 The same world feeds three readers, which is why it is data and not behaviour:
 the fake OpenStack API answers listings from it at an instant, the month
@@ -77,6 +81,8 @@ STATES: Final[Mapping[str, frozenset[str]]] = {
             "error_restoring",
             "error_backing-up",
             "error_extending",
+            "maintenance",
+            "awaiting-transfer",
         }
     ),
     "floating_ip": frozenset({"active"}),
@@ -85,7 +91,9 @@ STATES: Final[Mapping[str, frozenset[str]]] = {
 }
 
 #: Transition markers a segment may carry, per type. ``building`` is nova's vm_state of an instance
-#: that was never active; every other instance marker is a nova task_state.
+#: that was never active; every other instance marker is a nova task_state. The volume markers are
+#: cinder's twelve statuses of an operation in flight (seed 000). The image markers are glance
+#: statuses shown before the data is active; they defer nothing and bill from the create on.
 TRANSITIONS: Final[Mapping[str, frozenset[str]]] = {
     "instance": frozenset(
         {
@@ -131,8 +139,6 @@ TRANSITIONS: Final[Mapping[str, frozenset[str]]] = {
             "uploading",
             "retyping",
             "extending",
-            "maintenance",
-            "awaiting-transfer",
         }
     ),
     "floating_ip": frozenset(),

@@ -112,6 +112,27 @@ def test_a_poll_dated_update_is_tolerated() -> None:
     assert result.resources[0].differences[0].fields == ("state",)
 
 
+def test_two_unbooked_changes_inside_one_sync_interval_are_tolerated_until_the_poll() -> None:
+    # Neither change booked by a notification (a volume offered for transfer, then accepted with the
+    # accept lost): the store stays on the facts before both until the poll.
+    oracle = _oracle(
+        OracleInterval(T0 + H, T0 + 5 * H, "active", P, SMALL),
+        OracleInterval(T0 + 5 * H, T0 + 5 * H + timedelta(minutes=20), "paused", P, SMALL),
+        OracleInterval(T0 + 5 * H + timedelta(minutes=20), T0 + 9 * H, "shutoff", P, SMALL),
+    )
+    poll = T0 + 6 * H
+    result = compare(
+        oracle,
+        _stored((T0 + H, poll, "active", SMALL), (poll, T0 + 9 * H, "shutoff", SMALL)),
+        sync_interval=H,
+    )
+    assert result.passed and result.tolerated == 1
+    assert [d.fields for d in result.resources[0].differences] == [("state",), ("state",)]
+    later = poll + timedelta(minutes=1)
+    late = _stored((T0 + H, later, "active", SMALL), (later, T0 + 9 * H, "shutoff", SMALL))
+    assert not compare(oracle, late, sync_interval=H).passed
+
+
 def test_a_stored_resource_the_oracle_lacks_is_a_difference() -> None:
     stored = {
         **_stored((T0 + H, T0 + 5 * H, "active", SMALL), (T0 + 5 * H, T0 + 9 * H, "shutoff", SMALL)),

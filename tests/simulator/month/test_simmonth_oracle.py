@@ -57,15 +57,40 @@ def test_document_shape(july: Month) -> None:
 
 
 def test_the_oracle_agrees_with_the_collector_mapping(july: Month) -> None:
-    """Folding the expected events gives the oracle exactly, except the balancer counts only a sync books."""
+    """Folding the expected events gives the oracle exactly, except what only a sync books: the
+    balancer counts, and the awaiting-transfer status of a volume offered for transfer."""
     stored = []
     for wire in expected_events(july.notifications, cloud=july.cloud):
         event = parse_event(wire)
         stored.append(StoredEvent(event, event.timestamp))
     result = compare(july.oracle, stored_intervals(stored, cloud=july.cloud), sync_interval=timedelta(0))
     assert result.exact == len(july.oracle.resources) - result.off
-    assert {r.resource_type for r in result.resources} <= {"loadbalancer"}
-    assert all(d.fields == ("size",) for r in result.resources for d in r.differences)
+    assert {r.resource_type for r in result.resources} == {"loadbalancer", "volume"}
+    for r in result.resources:
+        for d in r.differences:
+            assert d.expected is not None and d.stored is not None
+            if r.resource_type == "loadbalancer":
+                assert d.fields == ("size",)
+            else:
+                # The collector still shows the available volume of the owner who offered it.
+                assert d.fields == ("state",) and d.expected[0] == "awaiting-transfer"
+                assert d.stored[0] == "available" and d.stored[1] == d.expected[1]
+    assert sum(r.resource_type == "volume" for r in result.resources) == sum(
+        n.event_type == "volume.transfer.create.end" for n in july.notifications
+    )
+
+
+def test_images_start_at_glance_create_at_size_0(july: Month) -> None:
+    """Every image's first interval starts at its create, at size 0 until the upload (seed 000: an
+    image is never in transition)."""
+    images = [r for r in july.world.of_type("image") if r.created_at >= july.period_from]
+    assert images
+    for image in images:
+        found = july.oracle.resource("image", image.resource_id)
+        assert found is not None
+        first, second = found.intervals[0], found.intervals[1]
+        assert first.start == image.created_at and first.size == {"size_gb": 0}
+        assert second.start == first.end and second.size["size_gb"] > 0
 
 
 @pytest.mark.parametrize(

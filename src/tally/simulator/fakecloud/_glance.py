@@ -2,7 +2,8 @@
 
 A relative ``next`` string when the page is full, default limit 25 (max 1000). An admin sees every
 image but community ones unless ``visibility=all``; any other account sees its own, the public and
-the community images. Images in a transitional status show it (``queued`` before their data).
+the community images. An image shows the glance status of its segment (``queued`` before its data,
+``size`` null then).
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ class Recorder:
                 user_id=user_id or (tenant.user_id if tenant else ""),
                 resource_id=resource_id,
                 state=state,
-                billable=event_type in BILLABLE_TYPES and not _unsized_image_create(event_type, state),
+                billable=event_type in BILLABLE_TYPES,
                 seq=self._seq,
                 host=host,
                 extra=extra,
@@ -266,13 +266,57 @@ class Recorder:
         self.emit(done, "volume.retype", "cinder", v.tenant, resource_id=v.rid, state="available")
         return done
 
-    def transfer(self, v: Handle, to: Tenant, at: datetime, rng: random.Random) -> datetime:
+    def transfer(
+        self, v: Handle, to: Tenant, at: datetime, rng: random.Random, *, accepted: bool
+    ) -> datetime:
+        """The owner offers ``v`` to ``to``: cinder rests it in ``awaiting-transfer`` until ``to``
+        accepts (the new owner's, available) or the owner cancels (still the owner's, available).
+
+        The notifications are cinder's, and only ``volume.transfer.accept.end`` is booked: the offer
+        and a cancel reach the record through a sync's poll. Returns the instant the volume is
+        available again.
+        """
+        offered = at + SECOND
         done = at + jitter(rng, 60, 1800)
-        v.draft.transition(at, done, "awaiting-transfer", project_id=to.project.id)
         self.emit(
-            done - SECOND, "volume.transfer.accept.start", "cinder", to, resource_id=v.rid, state="available"
+            at, "volume.transfer.create.start", "cinder", v.tenant, resource_id=v.rid, state="available"
         )
+        v.draft.change(offered, state="awaiting-transfer")
+        # Cinder sends both create notifications with the volume it read before the status change.
+        self.emit(
+            offered, "volume.transfer.create.end", "cinder", v.tenant, resource_id=v.rid, state="available"
+        )
+        if not accepted:
+            self.emit(
+                done - SECOND,
+                "volume.transfer.delete.start",
+                "cinder",
+                v.tenant,
+                resource_id=v.rid,
+                state="awaiting-transfer",
+            )
+            v.draft.change(done, state="available")
+            # Likewise the cancel: read before the transfer is destroyed and the status restored.
+            self.emit(
+                done,
+                "volume.transfer.delete.end",
+                "cinder",
+                v.tenant,
+                resource_id=v.rid,
+                state="awaiting-transfer",
+            )
+            return done
+        self.emit(
+            done - SECOND,
+            "volume.transfer.accept.start",
+            "cinder",
+            to,
+            resource_id=v.rid,
+            state="awaiting-transfer",
+        )
+        v.draft.change(done, state="available", project_id=to.project.id)
         v.tenant = to
+        # The end is sent with the volume read again: the new owner's, available.
         self.emit(done, "volume.transfer.accept.end", "cinder", to, resource_id=v.rid, state="available")
         return done
 
@@ -318,6 +362,7 @@ class Recorder:
     # -- images ----------------------------------------------------------------------------------
 
     def image(self, tenant: Tenant, size_bytes: int, at: datetime, name: str, rng: random.Random) -> Handle:
+        """Glance's create (queued, no data: booked at size 0), then the upload that gives it its size."""
         uploaded = at + jitter(rng, 30, 120)
         draft = self.builder.image(
             tenant.project,
@@ -387,8 +432,3 @@ class Recorder:
         lb.alive = False
         self.emit(done, "octavia.loadbalancer.delete.end", "octavia", lb.tenant, resource_id=lb.rid)
         return done
-
-
-def _unsized_image_create(event_type: str, state: str) -> bool:
-    # glance's first image.create has no size yet: the mapping skips it.
-    return event_type == "image.create" and state == "queued"

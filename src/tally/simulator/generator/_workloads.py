@@ -149,9 +149,9 @@ def classic(
     spare = rec.volume(tenant, rng.choice((50, 100, 200)), rng.choice(VOLUME_TYPES), at, "spare", rng)
     lo, hi = span.fraction(0.4, 0.6)
     if span.ok(hi):
-        rec.transfer(
-            spare, next_tenant, max(profile.draw(rng, lo, hi), spare.draft.current.start + MINUTE), rng
-        )
+        at = max(profile.draw(rng, lo, hi), spare.draft.current.start + MINUTE)
+        # One transfer in four is cancelled by its owner instead of accepted.
+        rec.transfer(spare, next_tenant, at, rng, accepted=rng.random() >= 1 / 4)
     return pre_existing
 
 
