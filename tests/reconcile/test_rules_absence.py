@@ -154,6 +154,8 @@ def test_earlier_runs_read_the_sync_runs_rows() -> None:
         [{"id": "r", "started_at": h(1), "status": "completed", "stats": empty}], {}
     )
     assert read_nothing.rows_recorded and read_nothing.rows_through is None
+    garbled = {"id": "r", "started_at": h(1), "status": "completed", "stats": {"rows_read_through": 5}}
+    assert not earlier_runs([garbled], {})[0].rows_recorded
 
 
 # -- the property: histories run through the real diff --------------------------------------------------

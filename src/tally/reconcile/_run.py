@@ -333,7 +333,8 @@ def earlier_runs(
                 complete_types=frozenset(stats.get("complete_types", ())),
                 rows_through=parse_instant(through) if isinstance(through, str) else None,
                 corrected=frozenset(deferred | booked.get(str(record["id"]), set())),
-                rows_recorded="rows_read_through" in stats,
+                # A value that is neither an instant nor null is no record of what the run held.
+                rows_recorded="rows_read_through" in stats and (through is None or isinstance(through, str)),
             )
         )
     return runs
