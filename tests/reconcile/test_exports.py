@@ -53,6 +53,7 @@ def test_reconcile_exports() -> None:
             "diff",
             "drift",
             "event_of",
+            "held_no_row",
             "inside_recent_window",
             "past_newest_event",
             "poll_instant",

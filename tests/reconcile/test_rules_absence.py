@@ -25,6 +25,7 @@ from tally.reconcile import (
     RunStats,
     absence_delete_instant,
     diff,
+    held_no_row,
 )
 from tally.reconcile._diff import date_absence_deletes
 from tally.reconcile._run import earlier_runs
@@ -108,6 +109,13 @@ def test_absence_delete_instant_skips_a_run_that_booked_or_deferred_for_the_key(
 def test_absence_delete_instant_only_from_runs_before_the_poll() -> None:
     row, received = volume_row(), h(5)
     assert absence_delete_instant(KEY, row, received, [run(POLL), run(h(11))], POLL, 0) == POLL
+
+
+def test_held_no_row() -> None:
+    assert held_no_row(run(h(1), through=h(1)), h(2))
+    assert not held_no_row(run(h(1), through=h(2)), h(2))  # received at the watermark: it was read
+    assert held_no_row(run(h(1), through=None), h(2))  # the store held no event at all
+    assert not held_no_row(run(h(1), recorded=False), h(2))
 
 
 def test_date_absence_deletes() -> None:

@@ -3,14 +3,16 @@ over HTTP, on SQLite and PostgreSQL (beyond the reference, which dates it at the
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
 from reconcile_support import T0, Harness, builder, collector_event, events_of, minutes, open_harness
 
-from tally.core import parse_instant
+from tally.core import ResourceKey, format_instant, parse_instant
 from tally.reconcile import Status
-from tally.store import Store
+from tally.reconcile._run import RUNS_PAGE, RunStats, _runs_until_held
+from tally.store import Store, SyncReceipts
 
 pytestmark = pytest.mark.anyio
 
@@ -84,3 +86,27 @@ async def test_a_run_incomplete_for_the_type_or_holding_the_row_proves_nothing(
             dated[volume.resource_id] = parse_instant(delete["timestamp"])
         assert dated[late.resource_id] == T0 + minutes(60)
         assert dated[held.resource_id] == T0 + minutes(90)  # never before the listing that named it
+
+
+async def test_the_runs_are_read_a_page_at_a_time_up_to_the_first_that_held_the_rows(store: Store) -> None:
+    cloud = f"os-pages-{uuid.uuid4().hex[:8]}"
+    received = T0 + minutes(70)  # the row's first event: runs up to the 70th read before it
+    for n in range(1, 3 * RUNS_PAGE + 1):
+        run_id = await store.start_sync_run(cloud, T0 + minutes(n))
+        through = T0 + minutes(n)
+        stats = RunStats(complete_types=["volume"], rows_read=True, rows_read_through=through).to_json()
+        await store.finish_sync_run(run_id, "completed", stats)
+    receipts = {ResourceKey(cloud, "volume", "vol-1"): SyncReceipts(received, frozenset())}
+    runs = await _runs_until_held(store, cloud, T0, T0 + minutes(500), receipts)
+    # the first page held no row; the second ends with a run that held it, so the third is not read
+    assert len(runs) == 2 * RUNS_PAGE
+    assert [r.started_at for r in runs] == [T0 + minutes(n) for n in range(1, 2 * RUNS_PAGE + 1)]
+    assert format_instant(runs[0].rows_through or T0) == format_instant(T0 + minutes(1))
+    everything = await _runs_until_held(
+        store,
+        cloud,
+        T0,
+        T0 + minutes(500),
+        {ResourceKey(cloud, "volume", "vol-2"): SyncReceipts(T0 + minutes(999), frozenset())},
+    )
+    assert len(everything) == 3 * RUNS_PAGE

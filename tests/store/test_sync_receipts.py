@@ -33,6 +33,8 @@ async def test_sync_runs_between_answers_only_the_runs_strictly_inside_the_windo
     assert between[0]["stats"] == {"complete_types": ["volume"]} and between[0]["status"] == "completed"
     assert other not in {r["id"] for r in await store.sync_runs_between("os-dev", T, hours(9))}
     assert await store.sync_runs_between("os-dev", hours(4), hours(9)) == []
+    page = await store.sync_runs_between("os-dev", T, hours(9), limit=3)
+    assert [r["id"] for r in page] == ids[:3]
 
 
 async def test_newest_receipt_is_the_latest_received_at_of_any_event(store: Store, make_event: Any) -> None:

@@ -42,6 +42,7 @@ from ._rules import deferral_of_update as deferral_of_update
 from ._rules import delete_is_skipped as delete_is_skipped
 from ._rules import deleted_servers_window as deleted_servers_window
 from ._rules import drift as drift
+from ._rules import held_no_row as held_no_row
 from ._rules import inside_recent_window as inside_recent_window
 from ._rules import past_newest_event as past_newest_event
 from ._rules import poll_instant as poll_instant
@@ -101,6 +102,7 @@ __all__ = [
     "diff",
     "drift",
     "event_of",
+    "held_no_row",
     "inside_recent_window",
     "past_newest_event",
     "poll_instant",

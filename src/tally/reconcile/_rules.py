@@ -126,6 +126,13 @@ def poll_instant(poll_at: datetime) -> datetime:
     return poll_at
 
 
+def held_no_row(run: EarlierRun, first_received_at: datetime) -> bool:
+    """Whether ``run`` read the projection before the resource's first event was received: it recorded
+    the store's newest receipt then, and that is older than the resource's first (or there was none).
+    A run that recorded nothing held no row only as far as nobody can tell, so it counts as False."""
+    return run.rows_recorded and (run.rows_through is None or first_received_at > run.rows_through)
+
+
 def absence_delete_instant(
     key: tuple[str, str],
     row: ProjectionRow,
@@ -162,12 +169,11 @@ def absence_delete_instant(
     for run in sorted(runs, key=lambda r: r.started_at):
         if run.started_at >= poll_at:
             break
-        held_no_row = run.rows_recorded and (run.rows_through is None or first_received_at > run.rows_through)
         if (
             run.completed
             and resource_type in run.complete_types
             and run.started_at > not_before
-            and held_no_row
+            and held_no_row(run, first_received_at)
             and key not in run.corrected
         ):
             return run.started_at

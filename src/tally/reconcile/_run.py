@@ -42,9 +42,11 @@ from ._diff import date_absence_deletes, diff
 from ._errors import RunAborted, SizeNamesFailed
 from ._model import Deferral, DeferredCorrection, EarlierRun, Kind, Plan, Reason, SyncOutcome
 from ._model import Status as RunStatus
-from ._rules import cap_errors, deleted_servers_window
+from ._rules import cap_errors, deleted_servers_window, held_no_row
 
 log = logging.getLogger(__name__)
+
+RUNS_PAGE = 50
 
 
 class SyncStore(Protocol):
@@ -58,7 +60,7 @@ class SyncStore(Protocol):
     ) -> None: ...
     async def last_completed_sync_started_at(self, cloud: str) -> datetime | None: ...
     async def sync_runs_between(
-        self, cloud: str, after: datetime, before: datetime
+        self, cloud: str, after: datetime, before: datetime, *, limit: int | None = None
     ) -> list[dict[str, Any]]: ...
     async def newest_receipt(self) -> datetime | None: ...
     async def sync_receipts(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, SyncReceipts]: ...
@@ -299,13 +301,36 @@ async def _date_absence_deletes(
     anchors = [a for r in by_key.values() if (a := r.created_at or r.first_event_at) is not None]
     if not anchors:
         return plan
-    records = await store.sync_runs_between(cloud, min(anchors), poll_at)
-    if not records:
-        return plan
     receipts = await store.sync_receipts([ResourceKey(cloud, t, i) for t, i in sorted(absent)])
+    if not receipts:
+        return plan
+    runs = await _runs_until_held(store, cloud, min(anchors), poll_at, receipts)
     first = {(k.resource_type, k.resource_id): r.first_received_at for k, r in receipts.items()}
-    runs = earlier_runs(records, receipts)
     return date_absence_deletes(plan, by_key, first, runs, poll_at=poll_at, settle_s=settle_s)
+
+
+async def _runs_until_held(
+    store: SyncStore,
+    cloud: str,
+    since: datetime,
+    poll_at: datetime,
+    receipts: Mapping[ResourceKey, SyncReceipts],
+) -> list[EarlierRun]:
+    """The runs after ``since``, a page at a time, up to the first that held every one of the rows.
+
+    A row, once stored, is held by every later run (the store only grows, the runs of a cloud do not
+    overlap, and the instants told to them do not go backwards), so no later run can prove anything:
+    a long-lived resource costs a page, not its life's runs. Where clock skew breaks that order,
+    stopping early only leaves a delete later."""
+    newest_first = max(r.first_received_at for r in receipts.values())
+    runs: list[EarlierRun] = []
+    after = since
+    while True:
+        page = await store.sync_runs_between(cloud, after, poll_at, limit=RUNS_PAGE)
+        runs.extend(earlier_runs(page, receipts))
+        if len(page) < RUNS_PAGE or (runs[-1].rows_recorded and not held_no_row(runs[-1], newest_first)):
+            return runs
+        after = page[-1]["started_at"]
 
 
 def earlier_runs(

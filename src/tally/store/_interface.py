@@ -536,9 +536,11 @@ class Store(Protocol):
         """Every run of ``cloud``, oldest ``started_at`` first, each shaped as ``get_sync_run`` answers."""
         ...
 
-    async def sync_runs_between(self, cloud: str, after: datetime, before: datetime) -> list[dict[str, Any]]:
-        """The runs of ``cloud`` with ``after < started_at < before``, oldest first, shaped as
-        ``get_sync_run`` answers."""
+    async def sync_runs_between(
+        self, cloud: str, after: datetime, before: datetime, *, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The runs of ``cloud`` with ``after < started_at < before``, oldest first (at most ``limit``),
+        shaped as ``get_sync_run`` answers."""
         ...
 
     async def newest_receipt(self) -> datetime | None:

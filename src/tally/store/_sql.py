@@ -1268,12 +1268,18 @@ class SqlStore(ABC):
             )
         return [self._sync_run(r) for r in recs]
 
-    async def sync_runs_between(self, cloud: str, after: datetime, before: datetime) -> list[dict[str, Any]]:
+    async def sync_runs_between(
+        self, cloud: str, after: datetime, before: datetime, *, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        params: list[Any] = [cloud, self.ts(after), self.ts(before)]
+        if limit is not None:
+            params.append(limit)
         async with self._tx() as tx:
             recs = await tx.fetchall(
                 f"SELECT {_SYNC_RUN_COLUMNS} FROM sync_runs WHERE cloud = ? AND started_at > ? "
-                "AND started_at < ? ORDER BY started_at, completed_at NULLS LAST",
-                (cloud, self.ts(after), self.ts(before)),
+                "AND started_at < ? ORDER BY started_at, completed_at NULLS LAST"
+                + (" LIMIT ?" if limit is not None else ""),
+                params,
             )
         return [self._sync_run(r) for r in recs]
 
