@@ -22,6 +22,7 @@ from ._errors import SyncError as SyncError
 from ._model import Correction as Correction
 from ._model import Deferral as Deferral
 from ._model import DeletedResource as DeletedResource
+from ._model import EarlierRun as EarlierRun
 from ._model import Kind as Kind
 from ._model import Observation as Observation
 from ._model import ObservedResource as ObservedResource
@@ -31,6 +32,7 @@ from ._model import SizeNameEntry as SizeNameEntry
 from ._model import Status as Status
 from ._model import SyncOutcome as SyncOutcome
 from ._rules import DeletedWindow as DeletedWindow
+from ._rules import absence_delete_instant as absence_delete_instant
 from ._rules import cap_errors as cap_errors
 from ._rules import create_instant as create_instant
 from ._rules import deferral_of_absence_delete as deferral_of_absence_delete
@@ -40,6 +42,7 @@ from ._rules import deferral_of_update as deferral_of_update
 from ._rules import delete_is_skipped as delete_is_skipped
 from ._rules import deleted_servers_window as deleted_servers_window
 from ._rules import drift as drift
+from ._rules import held_no_row as held_no_row
 from ._rules import inside_recent_window as inside_recent_window
 from ._rules import past_newest_event as past_newest_event
 from ._rules import poll_instant as poll_instant
@@ -66,6 +69,7 @@ __all__ = [
     "Deferral",
     "DeletedResource",
     "DeletedWindow",
+    "EarlierRun",
     "Kind",
     "Observation",
     "ObserveRequest",
@@ -85,6 +89,7 @@ __all__ = [
     "SyncOutcome",
     "SyncService",
     "UnknownCloud",
+    "absence_delete_instant",
     "adapter_class",
     "cap_errors",
     "create_instant",
@@ -97,6 +102,7 @@ __all__ = [
     "diff",
     "drift",
     "event_of",
+    "held_no_row",
     "inside_recent_window",
     "past_newest_event",
     "poll_instant",

@@ -8,8 +8,9 @@ once, as transitional when both reasons hold.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from tally.core import ResourceRow
@@ -20,6 +21,7 @@ from ._model import (
     Deferral,
     DeferredCorrection,
     DeletedResource,
+    EarlierRun,
     Kind,
     Observation,
     ObservedResource,
@@ -28,6 +30,7 @@ from ._model import (
     Reason,
 )
 from ._rules import (
+    absence_delete_instant,
     create_instant,
     deferral_of_absence_delete,
     deferral_of_create,
@@ -177,3 +180,29 @@ def _for_absent(
         at,
         requested_at=requested,
     ), None
+
+
+def date_absence_deletes(
+    plan: Plan,
+    rows: Mapping[Key, ProjectionRow],
+    first_received: Mapping[Key, datetime],
+    runs: Sequence[EarlierRun],
+    *,
+    poll_at: datetime,
+    settle_s: int,
+) -> Plan:
+    """``plan`` with each delete by absence dated at the earliest poll that proves the resource gone
+    (``absence_delete_instant``), still past its row's newest event; every other correction as it was.
+
+    ``rows`` and ``first_received`` need only hold the keys of those deletes, and ``runs`` the cloud's
+    runs between their creation and this run."""
+    corrections: list[Correction] = []
+    for correction in plan.corrections:
+        key = (correction.resource_type, correction.resource_id)
+        row = rows.get(key)
+        if correction.reason is Reason.ABSENT and row is not None:
+            proven = absence_delete_instant(key, row, first_received.get(key), runs, poll_at, settle_s)
+            at, requested = _dated(proven, row)
+            correction = dataclasses.replace(correction, timestamp=at, requested_at=requested)
+        corrections.append(correction)
+    return dataclasses.replace(plan, corrections=tuple(corrections))

@@ -154,6 +154,24 @@ class DeferredCorrection:
 
 
 @dataclass(frozen=True, slots=True)
+class EarlierRun:
+    """One earlier run of a cloud as its sync_runs row records it, for dating a delete by absence.
+
+    ``rows_through`` is the newest event receipt the store held once the run had read the projection
+    (None: the store held no event then); ``rows_recorded`` is False for a run that recorded none (it
+    ended before reading the rows, or ran before runs recorded it). ``corrected`` holds the keys the run
+    booked or deferred a correction for.
+    """
+
+    started_at: datetime
+    completed: bool
+    complete_types: frozenset[str]
+    rows_through: datetime | None
+    corrected: frozenset[tuple[str, str]]
+    rows_recorded: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """The diff's answer: corrections to book, in key order, the deferred counts, and what was deferred
     (in key order), so a later reader can tell which run could have booked a correction."""

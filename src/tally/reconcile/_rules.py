@@ -9,14 +9,14 @@ run's one clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from tally.core import ONE_MICROSECOND
 
-from ._model import Deferral, DeletedResource, ObservedResource, ProjectionRow
+from ._model import Deferral, DeletedResource, EarlierRun, ObservedResource, ProjectionRow
 
 DELETED_WINDOW_CLAMP = timedelta(hours=24)
 MAX_ERRORS = 100
@@ -123,6 +123,60 @@ def reported_delete_instant(deleted: DeletedResource) -> datetime:
 
 def poll_instant(poll_at: datetime) -> datetime:
     """An update and a delete by absence are dated at the run's instant."""
+    return poll_at
+
+
+def held_no_row(run: EarlierRun, first_received_at: datetime) -> bool:
+    """Whether ``run`` read the projection before the resource's first event was received: it recorded
+    the store's newest receipt then, and that is older than the resource's first (or there was none).
+    A run that recorded nothing held no row only as far as nobody can tell, so it counts as False."""
+    return run.rows_recorded and (run.rows_through is None or first_received_at > run.rows_through)
+
+
+def absence_delete_instant(
+    key: tuple[str, str],
+    row: ProjectionRow,
+    first_received_at: datetime | None,
+    runs: Sequence[EarlierRun],
+    poll_at: datetime,
+    settle_s: int,
+) -> datetime:
+    """A delete by absence is dated at the earliest poll the record proves the resource gone, else at
+    the run's own poll (beyond the reference, which always dates it at the poll).
+
+    A run proves it gone when it completed, listed the key's type to the end, began more than the
+    settle window after the resource's creation (the row's create, else its oldest event), held no
+    row for the key when it read the projection, and neither booked nor deferred a correction for it.
+    Had such a run's listing named the resource, the diff would have met a live resource with no row:
+    it books a create (an event of that run for the key) or defers it (in its deferred resources), and
+    a refused booking fails the run. So the listing did not name it, at an instant it already existed:
+    it was gone. A run that held the row and found it alive and unchanged leaves no trace at all,
+    which is why holding no row is required and must be read from the record.
+
+    Whether a run held the row is decided by receipts, not instants: the run records the newest
+    ``received_at`` of the store (``rows_through``) once it has read the rows, and it held no row when
+    the key's first event was received after that. Both are instants the store wrote, so a told run's
+    virtual ``started_at`` does not enter, and across replicas every error errs one way: an event the
+    run read was committed before ``rows_through`` was read, so its receipt is not newer than it, and a
+    receipt stamped by a clock behind the others, or committed late, only counts as held. A run that
+    recorded no ``rows_through`` proves nothing.
+    """
+    created_at = row.created_at if row.created_at is not None else row.first_event_at
+    if created_at is None or first_received_at is None:
+        return poll_at
+    resource_type = key[0]
+    not_before = created_at + timedelta(seconds=max(settle_s, 0))
+    for run in sorted(runs, key=lambda r: r.started_at):
+        if run.started_at >= poll_at:
+            break
+        if (
+            run.completed
+            and resource_type in run.complete_types
+            and run.started_at > not_before
+            and held_no_row(run, first_received_at)
+            and key not in run.corrected
+        ):
+            return run.started_at
     return poll_at
 
 

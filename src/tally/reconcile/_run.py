@@ -9,6 +9,9 @@ The order of work, and why:
 4. Under the budget: observe (adapter), list the size names, read the rows, diff,
    book through the ingest pipeline. The rows are read after the listing: an
    event delivered in between is then in the rows, and the recent rule covers it.
+   Once the rows are read the run records the store's newest event receipt, so a
+   later run can tell which rows this one held; the deletes by absence are then
+   dated from the record of the earlier runs (``absence_delete_instant``).
 5. Record the row: completed when no error was recorded, else failed. A run
    cancelled from outside (the client went away, shutdown) is recorded failed
    under a shield and the cancellation goes on.
@@ -20,7 +23,7 @@ only completed runs count for it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -29,19 +32,21 @@ import anyio
 
 from tally.actors import Budget, BudgetExceeded
 from tally.config import CloudEntry
-from tally.core import utc_now
-from tally.store import SizeName, SyncLockHeld, SyncRow
+from tally.core import ResourceKey, format_instant, parse_instant, utc_now
+from tally.store import SizeName, SyncLockHeld, SyncReceipts, SyncRow
 
 from . import _metrics
 from ._adapter import Adapter, ObserveRequest, Progress
 from ._booking import IngestsEvents, book
-from ._diff import diff
+from ._diff import date_absence_deletes, diff
 from ._errors import RunAborted, SizeNamesFailed
-from ._model import Deferral, DeferredCorrection, Kind, Plan, SyncOutcome
+from ._model import Deferral, DeferredCorrection, EarlierRun, Kind, Plan, Reason, SyncOutcome
 from ._model import Status as RunStatus
-from ._rules import cap_errors, deleted_servers_window
+from ._rules import cap_errors, deleted_servers_window, held_no_row
 
 log = logging.getLogger(__name__)
+
+RUNS_PAGE = 50
 
 
 class SyncStore(Protocol):
@@ -54,6 +59,11 @@ class SyncStore(Protocol):
         self, run_id: str, status: Any, stats: Any, completed_at: datetime | None = None
     ) -> None: ...
     async def last_completed_sync_started_at(self, cloud: str) -> datetime | None: ...
+    async def sync_runs_between(
+        self, cloud: str, after: datetime, before: datetime, *, limit: int | None = None
+    ) -> list[dict[str, Any]]: ...
+    async def newest_receipt(self) -> datetime | None: ...
+    async def sync_receipts(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, SyncReceipts]: ...
     def sync_lock(self, cloud: str) -> Any: ...
 
 
@@ -70,9 +80,13 @@ class RunStats:
     # reader (the compare, the absence pass) needs to tell which run could have booked a correction.
     deferred_corrections: list[DeferredCorrection] = field(default_factory=list)
     complete_types: list[str] = field(default_factory=list)
+    # The store's newest event receipt once the run had read the rows (None: no event yet); written only
+    # by a run that read them, so a reader can tell "held no row" from "did not record".
+    rows_read: bool = False
+    rows_read_through: datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        document = {
             "created": self.created,
             "updated": self.updated,
             "deleted": self.deleted,
@@ -82,6 +96,10 @@ class RunStats:
             "deferred_resources": [d.to_json() for d in self.deferred_corrections],
             "complete_types": self.complete_types,
         }
+        if self.rows_read:
+            through = self.rows_read_through
+            document["rows_read_through"] = format_instant(through) if through is not None else None
+        return document
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +274,12 @@ async def _decide(
     rows: list[SyncRow] = []
     for resource_type in sorted(observation.enumerated_types):
         rows.extend(await store.sync_rows(cloud, resource_type))
+    # Read after the rows: every event they held was committed by then, so none is newer than this.
+    stats.rows_read_through = await store.newest_receipt()
+    stats.rows_read = True
     plan = diff(observation, rows, poll_at=poll_at, settle_s=settings.settle_s)
+    progress.phase = "dating the deletes by absence"
+    plan = await _date_absence_deletes(store, cloud, plan, rows, poll_at, settings.settle_s)
     stats.deferred_corrections.extend(plan.deferred_corrections)
     stats.complete_types = sorted(observation.complete_types)
     for reason, count in plan.deferred.items():
@@ -264,3 +287,79 @@ async def _decide(
         if count:
             _metrics.DEFERRED.labels(cloud, reason.value).inc(count)
     return plan
+
+
+async def _date_absence_deletes(
+    store: SyncStore, cloud: str, plan: Plan, rows: Sequence[SyncRow], poll_at: datetime, settle_s: int
+) -> Plan:
+    """Read the record the deletes by absence are dated from: only for the rows they delete, only the
+    runs since the earliest of those rows' creation."""
+    absent = {(c.resource_type, c.resource_id) for c in plan.corrections if c.reason is Reason.ABSENT}
+    if not absent:
+        return plan
+    by_key = {(r.resource_type, r.resource_id): r for r in rows if (r.resource_type, r.resource_id) in absent}
+    anchors = [a for r in by_key.values() if (a := r.created_at or r.first_event_at) is not None]
+    if not anchors:
+        return plan
+    receipts = await store.sync_receipts([ResourceKey(cloud, t, i) for t, i in sorted(absent)])
+    if not receipts:
+        return plan
+    runs = await _runs_until_held(store, cloud, min(anchors), poll_at, receipts)
+    first = {(k.resource_type, k.resource_id): r.first_received_at for k, r in receipts.items()}
+    return date_absence_deletes(plan, by_key, first, runs, poll_at=poll_at, settle_s=settle_s)
+
+
+async def _runs_until_held(
+    store: SyncStore,
+    cloud: str,
+    since: datetime,
+    poll_at: datetime,
+    receipts: Mapping[ResourceKey, SyncReceipts],
+) -> list[EarlierRun]:
+    """The runs after ``since``, a page at a time, up to the first that held every one of the rows.
+
+    A row, once stored, is held by every later run (the store only grows, the runs of a cloud do not
+    overlap, and the instants told to them do not go backwards), so no later run can prove anything:
+    a long-lived resource costs a page, not its life's runs. Where clock skew breaks that order,
+    stopping early only leaves a delete later."""
+    newest_first = max(r.first_received_at for r in receipts.values())
+    runs: list[EarlierRun] = []
+    after = since
+    while True:
+        page = await store.sync_runs_between(cloud, after, poll_at, limit=RUNS_PAGE)
+        runs.extend(earlier_runs(page, receipts))
+        if len(page) < RUNS_PAGE or (runs[-1].rows_recorded and not held_no_row(runs[-1], newest_first)):
+            return runs
+        after = page[-1]["started_at"]
+
+
+def earlier_runs(
+    records: Sequence[Mapping[str, Any]], receipts: Mapping[ResourceKey, SyncReceipts]
+) -> list[EarlierRun]:
+    """The sync_runs rows as the absence rule reads them: a key counts as corrected by a run that
+    deferred a correction for it (``stats.deferred_resources``) or booked one (an event naming it)."""
+    booked: dict[str, set[tuple[str, str]]] = {}
+    for key, receipt in receipts.items():
+        for run_id in receipt.sync_run_ids:
+            booked.setdefault(run_id, set()).add((key.resource_type, key.resource_id))
+    runs: list[EarlierRun] = []
+    for record in records:
+        stats = record.get("stats") or {}
+        deferred = {
+            (d["resource_type"], d["resource_id"])
+            for d in stats.get("deferred_resources", ())
+            if isinstance(d, Mapping) and "resource_type" in d and "resource_id" in d
+        }
+        through = stats.get("rows_read_through")
+        runs.append(
+            EarlierRun(
+                started_at=record["started_at"],
+                completed=record["status"] == "completed",
+                complete_types=frozenset(stats.get("complete_types", ())),
+                rows_through=parse_instant(through) if isinstance(through, str) else None,
+                corrected=frozenset(deferred | booked.get(str(record["id"]), set())),
+                # A value that is neither an instant nor null is no record of what the run held.
+                rows_recorded="rows_read_through" in stats and (through is None or isinstance(through, str)),
+            )
+        )
+    return runs

@@ -32,6 +32,7 @@ from ._interface import SizeName as SizeName
 from ._interface import Store as Store
 from ._interface import StoreError as StoreError
 from ._interface import SyncLockHeld as SyncLockHeld
+from ._interface import SyncReceipts as SyncReceipts
 from ._interface import SyncRow as SyncRow
 from ._interface import SyncStatus as SyncStatus
 from ._interface import TokenRole as TokenRole
@@ -67,6 +68,7 @@ __all__ = [
     "Store",
     "StoreError",
     "SyncLockHeld",
+    "SyncReceipts",
     "SyncRow",
     "SyncStatus",
     "TokenRole",

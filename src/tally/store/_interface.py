@@ -104,6 +104,15 @@ class SyncRow(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class SyncReceipts:
+    """When the store first took an event of a resource, and which sync runs booked one for it
+    (``Store.sync_receipts``): what a sync needs to tell whether an earlier run held its row."""
+
+    first_received_at: datetime
+    sync_run_ids: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
 class ResourceType:
     platform: str
     resource_type: str
@@ -525,6 +534,22 @@ class Store(Protocol):
 
     async def list_sync_runs(self, cloud: str) -> list[dict[str, Any]]:
         """Every run of ``cloud``, oldest ``started_at`` first, each shaped as ``get_sync_run`` answers."""
+        ...
+
+    async def sync_runs_between(
+        self, cloud: str, after: datetime, before: datetime, *, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The runs of ``cloud`` with ``after < started_at < before``, oldest first (at most ``limit``),
+        shaped as ``get_sync_run`` answers."""
+        ...
+
+    async def newest_receipt(self) -> datetime | None:
+        """The newest ``received_at`` of any stored event (None for a store without events)."""
+        ...
+
+    async def sync_receipts(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, SyncReceipts]:
+        """Per key with events: its oldest ``received_at`` and the ``payload.provider.sync_run_id`` of
+        each of its reconciliation events."""
         ...
 
     def sync_lock(self, cloud: str) -> AbstractAsyncContextManager[None]:

@@ -63,6 +63,7 @@ from ._interface import (
     SchemaStatus,
     SizeName,
     StoreError,
+    SyncReceipts,
     SyncRow,
     SyncStatus,
     TokenRole,
@@ -191,6 +192,18 @@ def _by_key(columns: Sequence[str], table: str, count: int) -> str:
 def rows_by_key_sql(count: int) -> str:
     """The fold's columns of the projection rows of ``count`` keys (bound as cloud, type, id each)."""
     return _by_key(FOLD_ROW_COLUMNS, "current_resources", count)
+
+
+@lru_cache(maxsize=64)
+def _receipts_by_key_sql(count: int) -> str:
+    # Only a correction's payload is sent: it is the one that names a sync run.
+    values = ", ".join("(?, ?, ?)" for _ in range(count))
+    return (
+        "SELECT t.cloud, t.resource_type, t.resource_id, t.received_at, "
+        "CASE WHEN t.source = 'reconciliation' THEN t.payload END "
+        f"FROM (VALUES {values}) AS k JOIN events AS t "
+        "ON t.cloud = k.column1 AND t.resource_type = k.column2 AND t.resource_id = k.column3"
+    )
 
 
 @lru_cache(maxsize=64)
@@ -1254,6 +1267,46 @@ class SqlStore(ABC):
                 (cloud,),
             )
         return [self._sync_run(r) for r in recs]
+
+    async def sync_runs_between(
+        self, cloud: str, after: datetime, before: datetime, *, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        params: list[Any] = [cloud, self.ts(after), self.ts(before)]
+        if limit is not None:
+            params.append(limit)
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                f"SELECT {_SYNC_RUN_COLUMNS} FROM sync_runs WHERE cloud = ? AND started_at > ? "
+                "AND started_at < ? ORDER BY started_at, completed_at NULLS LAST"
+                + (" LIMIT ?" if limit is not None else ""),
+                params,
+            )
+        return [self._sync_run(r) for r in recs]
+
+    async def newest_receipt(self) -> datetime | None:
+        # Over every cloud rather than one: events_received_idx answers it with one probe, and a newer
+        # receipt only makes a reader assume a run held more rows than it did.
+        async with self._tx() as tx:
+            recs = await tx.fetchall("SELECT max(received_at) FROM events")
+        return self.from_opt_ts(recs[0][0]) if recs else None
+
+    async def sync_receipts(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, SyncReceipts]:
+        first: dict[ResourceKey, datetime] = {}
+        runs: defaultdict[ResourceKey, set[str]] = defaultdict(set)
+        ordered = sorted(set(keys), key=key_order)
+        async with self._tx() as tx:
+            for start in range(0, len(ordered), _KEY_CHUNK):
+                chunk = ordered[start : start + _KEY_CHUNK]
+                recs = await tx.fetchall(_receipts_by_key_sql(len(chunk)), _key_params(chunk))
+                for cloud, resource_type, resource_id, received_at, payload in recs:
+                    key = ResourceKey(cloud, resource_type, resource_id)
+                    at = self.from_ts(received_at)
+                    if key not in first or at < first[key]:
+                        first[key] = at
+                    provider = self.from_js(payload).get("provider") if payload is not None else None
+                    if isinstance(provider, Mapping) and isinstance(provider.get("sync_run_id"), str):
+                        runs[key].add(provider["sync_run_id"])
+        return {key: SyncReceipts(at, frozenset(runs.get(key, ()))) for key, at in first.items()}
 
     def _sync_run(self, r: Sequence[Any]) -> dict[str, Any]:
         return {
