@@ -81,12 +81,20 @@ class ProjectionRow(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class DeletedResource:
-    """A deletion the platform reported itself (nova's deleted-servers listing), with its instant."""
+    """A deletion the platform reported itself (nova's deleted-servers listing), with its instant.
+
+    ``created_at`` is the instant the resource came into use (nova's launched_at), None when the
+    platform never put it in use; with ``state`` (the state it was put in use in) and ``size`` it is
+    what books a whole life the projection holds no row of.
+    """
 
     resource_type: str
     resource_id: str
     project_id: str
     deleted_at: datetime
+    created_at: datetime | None = None
+    state: str | None = None
+    size: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
