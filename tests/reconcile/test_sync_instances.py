@@ -186,3 +186,35 @@ async def test_history_without_a_create_gets_one_at_the_launch(store: Store, tmp
         assert (await h.rows())[("instance", vm.resource_id)].created_at == launched
         again = await h.sync(T0 + minutes(120))
         assert (again.stats["created"], again.stats["updated"]) == (0, 0)
+
+
+async def test_history_without_a_create_of_a_volume_gets_one_at_its_creation(
+    store: Store, tmp_path: Path
+) -> None:
+    b = builder()
+    p = b.project("alpha")
+    vt = b.volume_type("ssd")
+    created = T0 - timedelta(days=3)
+    resized = T0 + minutes(20)
+    vol = b.volume(p, vt, size_gb=10, created_at=created).change(resized, size_gb=20).build()
+    async with open_harness(b.build(), store, tmp_path) as h:
+        await h.pipeline.ingest(
+            [
+                collector_event(
+                    h,
+                    "volume",
+                    vol.resource_id,
+                    "volume.resize.end",
+                    resized,
+                    project_id=p.id,
+                    state="available",
+                    size={"size_gb": 20, "type": "ssd"},
+                )
+            ]
+        )
+        outcome = await h.sync(T0 + minutes(60))
+        assert outcome.stats["created"] == 1 and outcome.stats["updated"] == 0
+        events = await events_of(h, "volume", vol.resource_id)
+        assert [e["event_type"] for e in events] == ["sync.create", "volume.resize.end"]
+        assert parse_instant(events[0]["timestamp"]) == created
+        assert (await h.rows())[("volume", vol.resource_id)].created_at == created
