@@ -56,6 +56,7 @@ def test_loadbalancer_in_transition() -> None:
         }
     )
     assert lb is not None and lb.transitional and lb.size == {"listeners": 1, "pools": 0}
+    assert lb.created_size == {"listeners": 0, "pools": 0}  # what the collector's create books
 
 
 def test_instance_state_normalised_as_the_collector_does() -> None:
@@ -102,6 +103,8 @@ def test_observe_server_created_at_its_launch_else_its_request() -> None:
     assert observe_server(doc, None).created_at == datetime(2026, 7, 1, 0, 0, 47, 125000, tzinfo=UTC)
     building = dict(doc, **{"OS-SRV-USG:launched_at": None})
     assert observe_server(building, None).created_at == datetime(2026, 7, 1, tzinfo=UTC)
+    # the facts a create of a history that lacks one carries: nova launches a server active
+    assert observe_server(dict(doc, **{"OS-EXT-STS:vm_state": "stopped"}), None).created_state == "active"
 
 
 def test_observe_deleted_server_at_terminated_at() -> None:

@@ -3,6 +3,7 @@ the input order."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from hypothesis import given, settings
@@ -106,6 +107,11 @@ def test_diff_gives_a_history_without_a_create_its_create_and_its_drift() -> Non
     assert (missing.kind, missing.reason, missing.timestamp) == (Kind.CREATE, Reason.MISSED_CREATE, s(-90000))
     assert (missing.state, missing.size) == ("shutoff", {"vcpus": 1})
     assert (drifted.kind, drifted.timestamp) == (Kind.UPDATE, POLL)
+    # where the platform defines the facts it creates a resource with, the create carries those
+    launched = observed(state="shutoff", size={"vcpus": 1}, created=s(-90000))
+    launched = replace(launched, created_state="active", created_size={"vcpus": 0})
+    (created, _) = diff(obs(launched), [updated_first], poll_at=POLL, settle_s=60).corrections
+    assert (created.state, created.size) == ("active", {"vcpus": 0})
     recent = row(s(-10), created_at=None, first_event_at=s(-3600))
     plan = diff(obs(observed(created=s(-90000))), [recent], poll_at=POLL, settle_s=60)
     assert plan.corrections == ()

@@ -181,8 +181,14 @@ async def test_history_without_a_create_gets_one_at_the_launch(store: Store, tmp
         ]
         assert parse_instant(events[0]["timestamp"]) == launched
         assert events[0]["payload"]["size"] == small
-        # the history keeps its say from its oldest event on; the create supplies the start and the size
-        assert await intervals(h, vm.resource_id) == (Interval(launched, None, "shutoff", small, p.id),)
+        # the history keeps its say from its oldest event on; the create supplies the start and the size,
+        # with the facts the collector's create would have carried (launched active), which the
+        # power_off then changes at its own instant
+        assert events[0]["payload"]["state"] == "active"
+        assert await intervals(h, vm.resource_id) == (
+            Interval(launched, stopped, "active", small, p.id),
+            Interval(stopped, None, "shutoff", small, p.id),
+        )
         assert (await h.rows())[("instance", vm.resource_id)].created_at == launched
         again = await h.sync(T0 + minutes(120))
         assert (again.stats["created"], again.stats["updated"]) == (0, 0)
@@ -218,3 +224,51 @@ async def test_history_without_a_create_of_a_volume_gets_one_at_its_creation(
         assert [e["event_type"] for e in events] == ["sync.create", "volume.resize.end"]
         assert parse_instant(events[0]["timestamp"]) == created
         assert (await h.rows())[("volume", vol.resource_id)].created_at == created
+
+
+async def test_history_without_a_create_of_a_load_balancer_starts_with_no_listener(
+    store: Store, tmp_path: Path
+) -> None:
+    b = builder()
+    p = b.project("alpha")
+    created = T0 + minutes(5)
+    updated = T0 + minutes(12)
+    lb = (
+        b.loadbalancer(p, created_at=created, listeners=0, pools=0)
+        .change(updated, listeners=2, pools=1)
+        .build()
+    )
+    async with open_harness(b.build(), store, tmp_path) as h:
+        # The create.end is held back; the update.end (which carries no counts) arrived first.
+        update = collector_event(
+            h, "loadbalancer", lb.resource_id, "octavia.loadbalancer.update.end", updated, project_id=p.id
+        )
+        await h.pipeline.ingest([update])
+        poll = T0 + minutes(60)
+        outcome = await h.sync(poll, entry=h.entry_for("admin", include_octavia=True))
+        assert outcome.status is Status.COMPLETED
+        events = await events_of(h, "loadbalancer", lb.resource_id)
+        assert [e["event_type"] for e in events] == [
+            "sync.create",
+            "octavia.loadbalancer.update.end",
+            "sync.update",
+        ]
+        assert parse_instant(events[0]["timestamp"]) == created
+        assert events[0]["payload"]["size"] == {"listeners": 0, "pools": 0}  # as the collector's create
+        held_back = collector_event(
+            h,
+            "loadbalancer",
+            lb.resource_id,
+            "octavia.loadbalancer.create.end",
+            created,
+            project_id=p.id,
+            size={"listeners": 0, "pools": 0},
+        )
+        await h.pipeline.ingest([held_back])
+        spans = lifecycle(
+            await h.store.lifecycle_events(ResourceKey(h.cloud, "loadbalancer", lb.resource_id))
+        )
+        assert [(i.start, i.end, dict(i.size)) for i in spans.intervals] == [
+            (created, poll, {"listeners": 0, "pools": 0}),
+            (poll, None, {"listeners": 2, "pools": 1}),
+        ]

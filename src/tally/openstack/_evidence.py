@@ -35,6 +35,8 @@ VOLUME_TRANSITIONAL = frozenset(
 )
 VM_STATES = {"stopped": "shutoff", "shelved_offloaded": "shelved", "resized": "active"}
 GIB = 2**30
+# The vm_state nova launches a server in, and the state the collector's create.end books.
+LAUNCHED_STATE = "active"
 
 
 class ListingInvalid(ValueError):
@@ -121,6 +123,7 @@ def observe_server(
         launched_at(doc) or created,
         changed_at,
         instance_in_transition(vm_state, doc.get("OS-EXT-STS:task_state")),
+        created_state=LAUNCHED_STATE,
     )
 
 
@@ -142,7 +145,7 @@ def observe_deleted_server(
         str(doc.get("tenant_id") or ""),
         at,
         created_at=launch,
-        state="active" if launch is not None else None,
+        state=LAUNCHED_STATE if launch is not None else None,
         size=_server_size(doc, flavors),
     )
 
@@ -162,6 +165,7 @@ def observe_volume(doc: Mapping[str, Any]) -> ObservedResource:
         created_at,
         changed_at,
         volume_in_transition(status),
+        created_state="available",
     )
 
 
@@ -218,4 +222,5 @@ def observe_loadbalancer(doc: Mapping[str, Any]) -> ObservedResource | None:
         created_at,
         changed_at,
         loadbalancer_in_transition(status),
+        created_size={"listeners": 0, "pools": 0},
     )

@@ -120,7 +120,9 @@ def _for_missing_create(
     if why is not None:
         return None, why
     # Dated behind the row's oldest event on purpose: ordered first, it decides only the start and
-    # the facts no later event of the history carries.
+    # the facts no later event of the history carries. Those are the facts the collector's own create
+    # would have carried where the platform defines them: the history's events change them from there.
+    size = observed.created_size if observed.created_size is not None else observed.size
     return Correction(
         Kind.CREATE,
         Reason.MISSED_CREATE,
@@ -128,8 +130,8 @@ def _for_missing_create(
         observed.resource_id,
         observed.project_id,
         at,
-        state=observed.state,
-        size=dict(observed.size) if observed.size is not None else {},
+        state=observed.created_state or observed.state,
+        size=dict(size) if size is not None else {},
     ), None
 
 

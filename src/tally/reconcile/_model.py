@@ -46,7 +46,11 @@ class ObservedResource:
     Invariant: instants are aware UTC. ``size`` None means the platform did not
     describe it this run (a missing size counts as unchanged). ``changed_at`` is the
     platform's last change (updated, else created); None means no instant was given,
-    and such a resource is never deferred as recent.
+    and such a resource is never deferred as recent. ``created_state`` and
+    ``created_size`` are the facts the platform creates every such resource with,
+    where it defines them (what the collector's own create carries: an instance is
+    launched active, a load balancer starts with no listener and no pool); None
+    means the listing's facts are the best known.
     """
 
     resource_type: str
@@ -57,6 +61,8 @@ class ObservedResource:
     created_at: datetime | None
     changed_at: datetime | None
     transitional: bool = False
+    created_state: str | None = None
+    created_size: Mapping[str, Any] | None = None
 
 
 class ProjectionRow(Protocol):
