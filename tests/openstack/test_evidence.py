@@ -56,6 +56,7 @@ def test_loadbalancer_in_transition() -> None:
         }
     )
     assert lb is not None and lb.transitional and lb.size == {"listeners": 1, "pools": 0}
+    assert lb.created_size == {"listeners": 0, "pools": 0}  # what the collector's create books
 
 
 def test_instance_state_normalised_as_the_collector_does() -> None:
@@ -89,11 +90,46 @@ def test_observe_server_embedded_and_listed_flavors() -> None:
     assert observe_server(old, None).size is None  # flavors refused: observed without a size
 
 
+def test_observe_server_created_at_its_launch_else_its_request() -> None:
+    doc = {
+        "id": "vm",
+        "tenant_id": "p",
+        "OS-EXT-STS:vm_state": "active",
+        "created": "2026-07-01T00:00:00Z",
+        "updated": "2026-07-01T00:05:00Z",
+        "OS-SRV-USG:launched_at": "2026-07-01T00:00:47.125000",
+        "flavor": {"id": "7"},
+    }
+    assert observe_server(doc, None).created_at == datetime(2026, 7, 1, 0, 0, 47, 125000, tzinfo=UTC)
+    building = dict(doc, **{"OS-SRV-USG:launched_at": None})
+    assert observe_server(building, None).created_at == datetime(2026, 7, 1, tzinfo=UTC)
+    # the facts a create of a history that lacks one carries: nova launches a server active
+    assert observe_server(dict(doc, **{"OS-EXT-STS:vm_state": "stopped"}), None).created_state == "active"
+
+
 def test_observe_deleted_server_at_terminated_at() -> None:
     gone = observe_deleted_server(
-        {"id": "vm", "tenant_id": "p", "OS-SRV-USG:terminated_at": "2026-07-02T10:00:00.250000"}
+        {"id": "vm", "tenant_id": "p", "OS-SRV-USG:terminated_at": "2026-07-02T10:00:00.250000"}, None
     )
     assert gone.deleted_at == datetime(2026, 7, 2, 10, 0, 0, 250000, tzinfo=UTC)
+    assert gone.created_at is None and gone.state is None  # never launched: no life to book
+
+
+def test_observe_deleted_server_with_its_launch_and_the_flavor_it_ended_with() -> None:
+    doc = {
+        "id": "vm",
+        "tenant_id": "p",
+        "OS-SRV-USG:launched_at": "2026-07-02T09:40:00.500000",
+        "OS-SRV-USG:terminated_at": "2026-07-02T10:00:00.250000",
+        "flavor": {"id": "7"},
+    }
+    listed = {"7": {"id": "7", "name": "ci", "vcpus": 2, "ram": 4096, "disk": 20}}
+    gone = observe_deleted_server(doc, listed)
+    assert gone.created_at == datetime(2026, 7, 2, 9, 40, 0, 500000, tzinfo=UTC)
+    assert gone.state == "active"
+    assert gone.size == {"vcpus": 2, "ram_gb": 4, "disk_gb": 20, "flavor": "ci"}
+    embedded = dict(doc, flavor={"original_name": "ci", "vcpus": 2, "ram": 4096, "disk": 20})
+    assert observe_deleted_server(embedded, None).size == gone.size
 
 
 def test_observe_volume_reads_updated_else_created() -> None:

@@ -44,10 +44,12 @@ def test_reconcile_exports() -> None:
             "adapter_class",
             "cap_errors",
             "create_instant",
+            "create_missing_from_history",
             "deferral_of_absence_delete",
             "deferral_of_create",
             "deferral_of_reported_delete",
             "deferral_of_update",
+            "deferral_of_whole_life",
             "delete_is_skipped",
             "deleted_servers_window",
             "diff",
@@ -65,6 +67,7 @@ def test_reconcile_exports() -> None:
             "run_sync",
             "scheduler_specs",
             "validate_adapter_config",
+            "whole_life_start",
         ]
     )
     for name in tally.reconcile.__all__:

@@ -12,10 +12,12 @@ from tally.reconcile import (
     ObservedResource,
     cap_errors,
     create_instant,
+    create_missing_from_history,
     deferral_of_absence_delete,
     deferral_of_create,
     deferral_of_reported_delete,
     deferral_of_update,
+    deferral_of_whole_life,
     delete_is_skipped,
     deleted_servers_window,
     drift,
@@ -24,6 +26,7 @@ from tally.reconcile import (
     poll_instant,
     reported_delete_instant,
     reported_within_run,
+    whole_life_start,
 )
 
 POLL = datetime(2026, 7, 10, 12, 0, tzinfo=UTC)
@@ -43,12 +46,12 @@ def row(
         project_id=kw.get("project_id", "p1"),
         state="deleted" if deleted else state,
         size=kw.get("size", {"vcpus": 1}),
-        created_at=s(-7200),
+        created_at=kw.get("created_at", s(-7200)),
         deleted_at=last_event_at if deleted else None,
         last_event_type="x.delete" if deleted else "x.create",
         last_event_at=last_event_at,
         last_payload={},
-        first_event_at=s(-7200),
+        first_event_at=kw.get("first_event_at", s(-7200)),
     )
 
 
@@ -131,6 +134,38 @@ def test_create_instant() -> None:
     assert create_instant(observed(created=s(-9000)), None, POLL) == s(-9000)
     assert create_instant(observed(created=s(-9000)), row(deleted=True), POLL) == POLL
     assert create_instant(observed(created=None), None, POLL) == POLL
+
+
+def test_create_missing_from_history() -> None:
+    without_create = row(created_at=None, first_event_at=s(-3600))
+    assert create_missing_from_history(observed(created=s(-9000)), without_create) == s(-9000)
+    # the platform's instant must lie before the oldest event, or the create would reorder the history
+    assert create_missing_from_history(observed(created=s(-3600)), without_create) is None
+    assert create_missing_from_history(observed(created=s(-60)), without_create) is None
+    assert create_missing_from_history(observed(created=None), without_create) is None
+    assert create_missing_from_history(observed(created=s(-9000)), row()) is None  # it has its create
+    assert create_missing_from_history(observed(created=s(-9000)), None) is None  # no row: a plain create
+    gone = row(created_at=None, first_event_at=s(-3600), deleted=True)
+    assert create_missing_from_history(observed(created=s(-9000)), gone) is None
+
+
+def test_whole_life_start() -> None:
+    launched = DeletedResource("instance", "r", "p", s(-600), created_at=s(-1800), state="active")
+    assert whole_life_start(launched, None) == s(-1800)
+    assert whole_life_start(launched, row()) is None  # the row exists: its delete is a reported delete
+    assert whole_life_start(launched, row(deleted=True)) is None
+    never_launched = DeletedResource("instance", "r", "p", s(-600))
+    assert whole_life_start(never_launched, None) is None
+
+
+def test_deferral_of_whole_life() -> None:
+    def life(start: float, end: float) -> DeletedResource:
+        return DeletedResource("instance", "r", "p", s(end), created_at=s(start), state="active")
+
+    assert deferral_of_whole_life(life(-1800, -600), POLL, 60) is None
+    assert deferral_of_whole_life(life(-1800, -30), POLL, 60) is Deferral.RECENT  # deleted inside
+    assert deferral_of_whole_life(life(-50, -30), POLL, 60) is Deferral.RECENT  # launched inside
+    assert deferral_of_whole_life(life(-1800, -30), POLL, 0) is None
 
 
 def test_reported_delete_instant() -> None:

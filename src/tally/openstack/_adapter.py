@@ -7,7 +7,8 @@
 3. Read nova's version document and negotiate the microversion (2.47 when the
    cloud has it: the flavor comes embedded in each server).
 4. Concurrently, each read to its end: live servers, deleted servers (only with
-   a window), flavors (only below 2.47), volumes, floating IPs, images (visible
+   a window; each with its launch and flavor, which book a whole life the bus
+   missed), flavors (only below 2.47), volumes, floating IPs, images (visible
    to all, then the hidden ones), load balancers (only with include_octavia).
 5. Size names: a second token request, then cinder's volume types, private ones too.
 
@@ -169,6 +170,7 @@ class OpenStackAdapter:
             nova = {"OpenStack-API-Version": f"compute {value}", "X-OpenStack-Nova-API-Version": value}
         flavors: dict[str, Mapping[str, Any]] | None = None
         servers: list[Mapping[str, Any]] = []
+        deleted: list[Mapping[str, Any]] = []
 
         async def guarded(resource_type: str, listing: str, work: Callable[[], Awaitable[None]]) -> None:
             progress.begin(listing)
@@ -213,13 +215,15 @@ class OpenStackAdapter:
                 "deleted": "true",
                 "changes-since": format_instant(request.deleted_since),
             }
-            out.deleted.extend(
+            # Kept raw until the flavors are known, as the live servers are: a whole life is booked
+            # with the flavor the server ended with.
+            deleted.extend(
                 await list_all(
                     client,
                     compute + "/servers/detail",
                     key="servers",
                     links_key="servers_links",
-                    convert=observe_deleted_server,
+                    convert=lambda d: d,
                     params=params,
                     headers=nova,
                 )
@@ -297,6 +301,10 @@ class OpenStackAdapter:
         # Below 2.47 with the flavor listing refused, flavors stays None: servers are observed without sizes.
         for doc in servers:
             out.resources.append(observe_server(doc, flavors))
+        try:
+            out.deleted.extend([observe_deleted_server(doc, flavors) for doc in deleted])
+        except ListingInvalid as exc:
+            out.fail("instance", "server", exc)
         return Observation(
             resources=tuple(out.resources),
             deleted=tuple(out.deleted),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from tally.reconcile import DeletedResource, ObservedResource
@@ -34,6 +35,8 @@ VOLUME_TRANSITIONAL = frozenset(
 )
 VM_STATES = {"stopped": "shutoff", "shelved_offloaded": "shelved", "resized": "active"}
 GIB = 2**30
+# The vm_state nova launches a server in, and the state the collector's create.end books.
+LAUNCHED_STATE = "active"
 
 
 class ListingInvalid(ValueError):
@@ -87,37 +90,64 @@ def instance_size(flavor: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return None
 
 
+def _server_size(
+    doc: Mapping[str, Any], flavors: Mapping[str, Mapping[str, Any]] | None
+) -> dict[str, Any] | None:
+    embedded = doc.get("flavor") or {}
+    if "vcpus" in embedded or flavors is None:
+        return instance_size(embedded if "vcpus" in embedded else None)
+    return instance_size(flavors.get(str(embedded.get("id"))))
+
+
+def launched_at(doc: Mapping[str, Any]) -> datetime | None:
+    """When nova put a server in use (``OS-SRV-USG:launched_at``), None while it never launched."""
+    return parse_platform_instant(doc.get("OS-SRV-USG:launched_at"))
+
+
 def observe_server(
     doc: Mapping[str, Any], flavors: Mapping[str, Mapping[str, Any]] | None
 ) -> ObservedResource:
-    """A live server. ``flavors`` None: the flavor is embedded (2.47+) or was not listed."""
-    embedded = doc.get("flavor") or {}
-    if "vcpus" in embedded or flavors is None:
-        size = instance_size(embedded if "vcpus" in embedded else None)
-    else:
-        size = instance_size(flavors.get(str(embedded.get("id"))))
-    created_at, changed_at = _changed(doc, "updated", "created")
+    """A live server. ``flavors`` None: the flavor is embedded (2.47+) or was not listed.
+
+    Its creation instant is its launch when nova reports one, else its ``created`` (the API
+    request): the collector books an instance at create.end, which nova sends at the launch.
+    """
+    created, changed_at = _changed(doc, "updated", "created")
     vm_state = doc.get("OS-EXT-STS:vm_state")
     return ObservedResource(
         "instance",
         str(doc["id"]),
         str(doc.get("tenant_id") or ""),
         instance_state(vm_state),
-        size,
-        created_at,
+        _server_size(doc, flavors),
+        launched_at(doc) or created,
         changed_at,
         instance_in_transition(vm_state, doc.get("OS-EXT-STS:task_state")),
+        created_state=LAUNCHED_STATE,
     )
 
 
-def observe_deleted_server(doc: Mapping[str, Any]) -> DeletedResource:
-    """A server nova's deleted listing names, at the terminated_at it reports."""
+def observe_deleted_server(
+    doc: Mapping[str, Any], flavors: Mapping[str, Mapping[str, Any]] | None
+) -> DeletedResource:
+    """A server nova's deleted listing names, at the terminated_at it reports, with its launch, the
+    flavor and project it ended with, and active (the state nova launches a server in) when it was
+    launched: what a whole life the bus missed is booked with."""
     at = parse_platform_instant(doc.get("OS-SRV-USG:terminated_at")) or parse_platform_instant(
         doc.get("updated")
     )
     if at is None:
         raise ListingInvalid(f"deleted server {doc.get('id')} reports no terminated_at")
-    return DeletedResource("instance", str(doc["id"]), str(doc.get("tenant_id") or ""), at)
+    launch = launched_at(doc)
+    return DeletedResource(
+        "instance",
+        str(doc["id"]),
+        str(doc.get("tenant_id") or ""),
+        at,
+        created_at=launch,
+        state=LAUNCHED_STATE if launch is not None else None,
+        size=_server_size(doc, flavors),
+    )
 
 
 def observe_volume(doc: Mapping[str, Any]) -> ObservedResource:
@@ -135,6 +165,7 @@ def observe_volume(doc: Mapping[str, Any]) -> ObservedResource:
         created_at,
         changed_at,
         volume_in_transition(status),
+        created_state="available",
     )
 
 
@@ -191,4 +222,5 @@ def observe_loadbalancer(doc: Mapping[str, Any]) -> ObservedResource | None:
         created_at,
         changed_at,
         loadbalancer_in_transition(status),
+        created_size={"listeners": 0, "pools": 0},
     )

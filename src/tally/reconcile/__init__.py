@@ -35,10 +35,12 @@ from ._rules import DeletedWindow as DeletedWindow
 from ._rules import absence_delete_instant as absence_delete_instant
 from ._rules import cap_errors as cap_errors
 from ._rules import create_instant as create_instant
+from ._rules import create_missing_from_history as create_missing_from_history
 from ._rules import deferral_of_absence_delete as deferral_of_absence_delete
 from ._rules import deferral_of_create as deferral_of_create
 from ._rules import deferral_of_reported_delete as deferral_of_reported_delete
 from ._rules import deferral_of_update as deferral_of_update
+from ._rules import deferral_of_whole_life as deferral_of_whole_life
 from ._rules import delete_is_skipped as delete_is_skipped
 from ._rules import deleted_servers_window as deleted_servers_window
 from ._rules import drift as drift
@@ -48,6 +50,7 @@ from ._rules import past_newest_event as past_newest_event
 from ._rules import poll_instant as poll_instant
 from ._rules import reported_delete_instant as reported_delete_instant
 from ._rules import reported_within_run as reported_within_run
+from ._rules import whole_life_start as whole_life_start
 from ._run import RunSettings as RunSettings
 from ._run import RunStats as RunStats
 from ._run import run_sync as run_sync
@@ -93,10 +96,12 @@ __all__ = [
     "adapter_class",
     "cap_errors",
     "create_instant",
+    "create_missing_from_history",
     "deferral_of_absence_delete",
     "deferral_of_create",
     "deferral_of_reported_delete",
     "deferral_of_update",
+    "deferral_of_whole_life",
     "delete_is_skipped",
     "deleted_servers_window",
     "diff",
@@ -114,4 +119,5 @@ __all__ = [
     "run_sync",
     "scheduler_specs",
     "validate_adapter_config",
+    "whole_life_start",
 ]

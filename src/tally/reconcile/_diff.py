@@ -2,8 +2,10 @@
 
 Level-based: the input is what the cloud holds now and what the projection
 holds now, nothing remembered from an earlier run. Each key gets at most one
-correction, decided by the rules of ``_rules``; a deferred correction counts
-once, as transitional when both reasons hold.
+correction of each kind, decided by the rules of ``_rules``: usually one in all,
+two where one run finds a key needing both (a whole life the bus missed is a
+create and a delete; a history without a create can also have drifted). A
+deferred correction counts once, as transitional when both reasons hold.
 """
 
 from __future__ import annotations
@@ -32,16 +34,19 @@ from ._model import (
 from ._rules import (
     absence_delete_instant,
     create_instant,
+    create_missing_from_history,
     deferral_of_absence_delete,
     deferral_of_create,
     deferral_of_reported_delete,
     deferral_of_update,
+    deferral_of_whole_life,
     delete_is_skipped,
     drift,
     past_newest_event,
     poll_instant,
     reported_delete_instant,
     reported_within_run,
+    whole_life_start,
 )
 
 Key = tuple[str, str]
@@ -85,23 +90,79 @@ def diff(
     for key in sorted(by_key.keys() | live.keys() | gone.keys()):
         row = by_key.get(key)
         observed = live.get(key)
+        # A key's decisions in the order their corrections are dated: (kind, correction, deferral).
+        decided: list[tuple[Kind, Correction | None, Deferral | None]] = []
         if observed is not None:
-            correction, why = _for_observed(observed, row, poll_at, settle_s)
+            decided.append((Kind.CREATE, *_for_missing_create(observed, row, poll_at, settle_s)))
             kind = Kind.CREATE if row is None or not row.is_live else Kind.UPDATE
+            decided.append((kind, *_for_observed(observed, row, poll_at, settle_s)))
         elif key in gone:
-            correction, why = _for_reported_delete(gone[key], row, poll_at, settle_s)
-            kind = Kind.DELETE
+            start = whole_life_start(gone[key], row)
+            if start is not None:
+                decided.extend(_for_whole_life(gone[key], start, poll_at, settle_s))
+            else:
+                decided.append((Kind.DELETE, *_for_reported_delete(gone[key], row, poll_at, settle_s)))
         elif row is not None and row.is_live and key[0] in complete:
-            correction, why = _for_absent(key, row, poll_at, settle_s)
-            kind = Kind.DELETE
-        else:
-            continue
-        if why is not None:
-            deferred[why] += 1
-            waiting.append(DeferredCorrection(key[0], key[1], kind, why))
-        elif correction is not None:
-            corrections.append(correction)
+            decided.append((Kind.DELETE, *_for_absent(key, row, poll_at, settle_s)))
+        for kind, correction, why in decided:
+            if why is not None:
+                deferred[why] += 1
+                waiting.append(DeferredCorrection(key[0], key[1], kind, why))
+            elif correction is not None:
+                corrections.append(correction)
     return Plan(tuple(corrections), {d: deferred.get(d, 0) for d in Deferral}, tuple(waiting))
+
+
+def _for_missing_create(
+    observed: ObservedResource, row: ProjectionRow | None, poll_at: datetime, settle_s: int
+) -> tuple[Correction | None, Deferral | None]:
+    at = create_missing_from_history(observed, row)
+    if at is None:
+        return None, None
+    why = deferral_of_create(observed, row, poll_at, settle_s)
+    if why is not None:
+        return None, why
+    # Dated behind the row's oldest event on purpose: ordered first, it decides only the start and
+    # the facts no later event of the history carries. Those are the facts the collector's own create
+    # would have carried where the platform defines them: the history's events change them from there.
+    size = observed.created_size if observed.created_size is not None else observed.size
+    return Correction(
+        Kind.CREATE,
+        Reason.MISSED_CREATE,
+        observed.resource_type,
+        observed.resource_id,
+        observed.project_id,
+        at,
+        state=observed.created_state or observed.state,
+        size=dict(size) if size is not None else {},
+    ), None
+
+
+def _for_whole_life(
+    deleted: DeletedResource, start_at: datetime, poll_at: datetime, settle_s: int
+) -> list[tuple[Kind, Correction | None, Deferral | None]]:
+    why = deferral_of_whole_life(deleted, poll_at, settle_s)
+    if why is not None:
+        return [(Kind.CREATE, None, why), (Kind.DELETE, None, why)]
+    start = Correction(
+        Kind.CREATE,
+        Reason.MISSED_CREATE,
+        deleted.resource_type,
+        deleted.resource_id,
+        deleted.project_id,
+        start_at,
+        state=deleted.state,
+        size=dict(deleted.size) if deleted.size is not None else {},
+    )
+    end = Correction(
+        Kind.DELETE,
+        Reason.REPORTED_DELETE,
+        deleted.resource_type,
+        deleted.resource_id,
+        deleted.project_id,
+        reported_delete_instant(deleted),
+    )
+    return [(Kind.CREATE, start, None), (Kind.DELETE, end, None)]
 
 
 def _for_observed(

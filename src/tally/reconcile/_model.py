@@ -46,7 +46,11 @@ class ObservedResource:
     Invariant: instants are aware UTC. ``size`` None means the platform did not
     describe it this run (a missing size counts as unchanged). ``changed_at`` is the
     platform's last change (updated, else created); None means no instant was given,
-    and such a resource is never deferred as recent.
+    and such a resource is never deferred as recent. ``created_state`` and
+    ``created_size`` are the facts the platform creates every such resource with,
+    where it defines them (what the collector's own create carries: an instance is
+    launched active, a load balancer starts with no listener and no pool); None
+    means the listing's facts are the best known.
     """
 
     resource_type: str
@@ -57,6 +61,8 @@ class ObservedResource:
     created_at: datetime | None
     changed_at: datetime | None
     transitional: bool = False
+    created_state: str | None = None
+    created_size: Mapping[str, Any] | None = None
 
 
 class ProjectionRow(Protocol):
@@ -81,12 +87,20 @@ class ProjectionRow(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class DeletedResource:
-    """A deletion the platform reported itself (nova's deleted-servers listing), with its instant."""
+    """A deletion the platform reported itself (nova's deleted-servers listing), with its instant.
+
+    ``created_at`` is the instant the resource came into use (nova's launched_at), None when the
+    platform never put it in use; with ``state`` (the state it was put in use in) and ``size`` it is
+    what books a whole life the projection holds no row of.
+    """
 
     resource_type: str
     resource_id: str
     project_id: str
     deleted_at: datetime
+    created_at: datetime | None = None
+    state: str | None = None
+    size: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,6 +116,45 @@ def create_instant(observed: ObservedResource, row: ProjectionRow | None, poll_a
     return poll_at
 
 
+def create_missing_from_history(observed: ObservedResource, row: ProjectionRow | None) -> datetime | None:
+    """The instant of the create a live row's history lacks, or None when it lacks none.
+
+    A history that starts without a create (the collector lost it, and a later event arrived
+    first) gets one at the platform's creation instant, when the platform reports one before the
+    row's oldest event: the fold then orders it first, so every event of the history still decides
+    what it decided, and the create only supplies the start and the facts no later event carries.
+    """
+    if row is None or not row.is_live or row.created_at is not None:
+        return None
+    first = row.first_event_at
+    if observed.created_at is None or first is None or observed.created_at >= first:
+        return None
+    return observed.created_at
+
+
+def whole_life_start(deleted: DeletedResource, row: ProjectionRow | None) -> datetime | None:
+    """Where a whole life the bus missed starts, or None when the deletion is not one.
+
+    A deletion the platform reported for a resource the projection holds no row of, and that the
+    platform had put in use, is a life no event recorded: it is booked from the instant the platform
+    put it in use (nova's launched_at) to its deletion. A resource never put in use (a server never
+    launched) gets nothing, as the collector books nothing before the create's ``.end`` either.
+    """
+    if row is not None:
+        return None
+    return deleted.created_at
+
+
+def deferral_of_whole_life(deleted: DeletedResource, poll_at: datetime, settle_s: int) -> Deferral | None:
+    """A whole life is never transitional; it waits when its start or its deletion is inside the window
+    (the next run's deleted-servers window opens a settle window early, so it still names it)."""
+    if inside_recent_window(deleted.created_at, poll_at, settle_s) or inside_recent_window(
+        deleted.deleted_at, poll_at, settle_s
+    ):
+        return Deferral.RECENT
+    return None
+
+
 def reported_delete_instant(deleted: DeletedResource) -> datetime:
     """A delete the platform reported is dated at the instant it reports (nova's terminated_at)."""
     return deleted.deleted_at

@@ -146,7 +146,9 @@ def _server(
             status = _task_status(vm_state, task_state, status)
         updated = (r.updated_at(ctx.instant) or r.created_at) + skew
     launched = r.launched_at
-    visible_launch = launched is not None and launched <= ctx.instant
+    # A server destroyed while building was never launched: nova leaves its launched_at null.
+    never_launched = r.timeline[0].transition == "building" and launched == r.terminated_at
+    visible_launch = launched is not None and launched <= ctx.instant and not never_launched
     body: dict[str, Any] = {
         "id": r.resource_id,
         "name": r.name,
