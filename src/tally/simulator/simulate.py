@@ -40,18 +40,21 @@ from tally.reconcile import RunSettings, SyncService
 from tally.store import open_store
 
 from ._metrics import SYNCS
+from ._platform import platform_created
 from .clock import PublishProgress, VirtualClock
 from .compare import Comparison, compare
 from .fakecloud import ADMIN_PASSWORD, ADMIN_PROJECT, ADMIN_USER, create_fake_cloud_app, serve_fake_cloud
 from .generator import Month, generate_month
 from .publisher import AmqpSink, BusSink, Publisher, Sink, add_release_route, redact
-from .stored import lifecycles_of_store
+from .stored import record_of_store
 
 log = logging.getLogger(__name__)
 
 #: The exchanges the simulate collector binds: the billed services' (octavia included).
 COLLECTOR_EXCHANGES = "nova,neutron,openstack,glance,octavia"
 DEFAULT_SYNC_INTERVAL = timedelta(minutes=60)
+# The settle window the runs are told, and so the one the compare judges them by.
+SETTLE_S = 0
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,7 @@ class SimulateResult:
     wall_s: float
     store_url: str
     state_dir: Path
+    sync_interval: timedelta = DEFAULT_SYNC_INTERVAL
 
     @property
     def passed(self) -> bool:
@@ -302,7 +306,7 @@ async def simulate(
                         load_clouds_config(clouds_config),
                         store=store,
                         pipeline=pipeline,
-                        settings=RunSettings(settle_s=0, budget_s=600.0),
+                        settings=RunSettings(settle_s=SETTLE_S, budget_s=600.0),
                     )
                     collector = Collector(settings, sink=IngestSink(pipeline), bus=bus)
                     await tg.start(collector.serve)
@@ -351,8 +355,14 @@ async def simulate(
                         await drainer.drain(publisher)
                         await sync(month.period_to)
                     tg.cancel_scope.cancel()
-            stored = await lifecycles_of_store(store, month.cloud)
-    comparison = compare(month.oracle, stored, sync_interval=options.sync_interval)
+            record = await record_of_store(store, month.cloud)
+    stored = record.intervals()
+    comparison = compare(
+        month.oracle,
+        record,
+        settle=timedelta(seconds=SETTLE_S),
+        platform_created=platform_created(month.world),
+    )
     progress.published = publish_progress.published
     wall = time.monotonic() - began
     log.info(
@@ -375,6 +385,7 @@ async def simulate(
         wall_s=wall,
         store_url=store_url,
         state_dir=state_dir,
+        sync_interval=options.sync_interval,
     )
 
 

@@ -1,9 +1,8 @@
-"""Through the Reporting API: --register-projects, and compare reading the stored lifecycles over HTTP."""
+"""Through the Reporting API: --register-projects, and compare refusing --api (it serves no sync runs)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -12,12 +11,12 @@ from pydantic import SecretStr
 from quart import Quart
 
 from tally.config import Settings
-from tally.core import deterministic_event_id, format_instant
+from tally.core import format_instant
+from tally.daemon.cli import main
 from tally.http import ReportingServices, create_reporting_app
 from tally.ingest import IngestPipeline
-from tally.simulator import compare, generate_month
+from tally.simulator import generate_month
 from tally.simulator.register import RegisterError, register_projects
-from tally.simulator.stored import lifecycles_from_api
 from tally.store import Store, hash_secret, open_store
 
 pytestmark = pytest.mark.anyio
@@ -84,36 +83,12 @@ async def test_register_refuses_one_cloud_for_both(store: Store) -> None:
         )
 
 
-async def test_compare_over_the_api_names_the_resources_that_differ(store: Store) -> None:
+def test_compare_over_the_api_refuses_for_want_of_sync_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     month = generate_month(1, "2026-07", scale=0.3, days=2)
-    transport = httpx.ASGITransport(app=app_of(store))
-    # Book one instance of the oracle exactly, and nothing else.
-    resource = next(
-        r
-        for r in month.oracle.resources
-        if r.resource_type == "instance" and len(r.intervals) == 1 and r.intervals[0].end == month.period_to
-    )
-    first = resource.intervals[0]
-    event = {
-        "event_id": deterministic_event_id(
-            "openstack", "os-sim", resource.resource_id, "compute.instance.create.end", first.start
-        ),
-        "timestamp": format_instant(first.start),
-        "event_type": "compute.instance.create.end",
-        "platform": "openstack",
-        "cloud": "os-sim",
-        "resource_type": "instance",
-        "resource_id": resource.resource_id,
-        "project_id": first.project_id,
-        "payload": {"state": first.state, "size": dict(first.size)},
-    }
-    result = await IngestPipeline(store, require_size_schema=False).ingest([event])
-    assert result.accepted == 1, result.to_json()
-
-    stored = await lifecycles_from_api("http://api", ADMIN, "os-sim", transport=transport)
-    assert set(stored) == {("instance", resource.resource_id)}
-    comparison = compare(month.oracle, stored, sync_interval=timedelta(hours=1))
-    assert not comparison.passed
-    differing = {r.resource_id: r for r in comparison.resources}
-    assert resource.resource_id not in differing
-    assert len(differing) == len(month.oracle.resources) - 1
+    oracle = tmp_path / "oracle.json"
+    oracle.write_bytes(month.oracle.to_json())
+    assert main(["simulator", "compare", "--oracle", str(oracle), "--api", "http://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err
+    assert "serves no sync runs" in err and "--store-url" in err and err.count("\n") == 1
