@@ -15,7 +15,7 @@ import logging
 import re
 import signal
 import sys
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from .oracle import Oracle, OracleError, read_oracle
 
 log = logging.getLogger(__name__)
 
+MAX_SEED = 2**64 - 1
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 
 
@@ -169,6 +170,9 @@ def _fail(command: str, message: object) -> int:
 def _generate(args: argparse.Namespace, settings: Settings) -> Month:
     if args.factor < 0:
         raise ClockError(f"factor {args.factor} must not be negative")
+    if not 0 <= args.seed <= MAX_SEED:
+        # The oracle and the files carry the seed as a JSON integer, 64 bits unsigned at most.
+        raise GeneratorError(f"seed {args.seed} is out of range: 0 to {MAX_SEED}")
     faults = parse_faults(args.faults)
     return generate_month(
         args.seed,
@@ -435,6 +439,11 @@ async def compare_command(args: argparse.Namespace) -> int:
         if args.settle < 0:
             raise ValueError(f"--settle {args.settle} must not be negative")
         oracle = read_oracle(args.oracle.read_bytes())
+        if oracle.period_to > datetime.now(UTC):
+            raise ValueError(
+                f"the oracle's period ends at {oracle.period_to.isoformat()}, which has not passed: "
+                "compare a month that has ended"
+            )
         created = _platform_instants(oracle, args.scale)
     except (OracleError, GeneratorError, FaultError, OSError, ValueError) as exc:
         return _fail("simulator compare", exc)
