@@ -140,6 +140,7 @@ def register_simulator(sub: Any) -> None:
         help="refused: the Reporting API serves no sync runs to judge by",
     )
     source.add_argument("--store-url", default=None, help="a store URL (sqlite:///... or postgresql://...)")
+    cp.add_argument("--token", default=None, help="admin API token for --api (default TALLY_SIM_API_TOKEN)")
     cp.add_argument(
         "--settle",
         type=int,
@@ -430,12 +431,11 @@ def _platform_instants(oracle: Oracle, scale: float | None) -> dict[tuple[str, s
 
 
 async def compare_command(args: argparse.Namespace) -> int:
-    from .stored import API_REFUSAL, StoredReadError, record_from_store_url
+    from .stored import StoredReadError, record_from_api, record_from_store_url
 
+    settings = Settings()
     console = _console()
     try:
-        if args.api:
-            raise ValueError(API_REFUSAL)
         if args.settle < 0:
             raise ValueError(f"--settle {args.settle} must not be negative")
         oracle = read_oracle(args.oracle.read_bytes())
@@ -448,7 +448,13 @@ async def compare_command(args: argparse.Namespace) -> int:
     except (OracleError, GeneratorError, FaultError, OSError, ValueError) as exc:
         return _fail("simulator compare", exc)
     try:
-        record = await record_from_store_url(args.store_url, oracle.cloud)
+        if args.api:
+            token = args.token or (
+                settings.sim_api_token.get_secret_value() if settings.sim_api_token else None
+            )
+            record = await record_from_api(args.api, token, oracle.cloud)
+        else:
+            record = await record_from_store_url(args.store_url, oracle.cloud)
     except StoredReadError as exc:
         return _fail("simulator compare", exc)
     comparison = compare(oracle, record, settle=timedelta(seconds=args.settle), platform_created=created)

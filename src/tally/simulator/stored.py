@@ -1,8 +1,9 @@
 """What ``compare`` reads of a store: every resource's events in fold order and the cloud's sync runs.
 
-The verdict rests on the runs (which run could book which correction), so a source that cannot
-give them cannot be judged: the Reporting API serves lifecycles but no sync runs, and
-``compare --api`` refuses for that reason (``API_REFUSAL``) rather than judge half-blind.
+From a store URL directly, or from a Reporting API: every resource of the cloud (deleted ones too),
+each one's events off ``GET .../lifecycle``, and the runs off the admin-only
+``GET /api/v1/sync-runs``. The verdict rests on the runs, so an API token that may not read them is
+refused rather than judged half-blind.
 """
 
 from __future__ import annotations
@@ -10,19 +11,18 @@ from __future__ import annotations
 import logging
 import sqlite3
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
+import httpx
 import psycopg
 
+from tally.core import EventInvalid, InstantError, StoredEvent, parse_event, parse_instant, sorted_events
 from tally.store import Store, StoreError, open_store
 
 from ._runs import SyncRunError, read_runs
 from .compare import StoredRecord
 
-API_REFUSAL: Final = (
-    "--api cannot be judged: the Reporting API serves no sync runs, and the verdict rests on them; "
-    "compare against the store with --store-url"
-)
+PAGE: Final = 500
 
 
 _SQLITE: Final = "sqlite:///"
@@ -74,3 +74,59 @@ async def record_from_store_url(url: str, cloud: str) -> StoredRecord:
         raise StoredReadError(f"cannot read the store's sync runs: {exc}") from exc
     except (OSError, ValueError, StoreError, sqlite3.Error, psycopg.Error) as exc:
         raise StoredReadError(f"cannot read the store: {exc}") from exc
+
+
+def _stored_event(wire: dict[str, Any]) -> StoredEvent:
+    body = {k: v for k, v in wire.items() if k != "received_at"}
+    event = parse_event(body)
+    received = wire.get("received_at")
+    return StoredEvent(event, parse_instant(received) if isinstance(received, str) else event.timestamp)
+
+
+async def record_from_api(
+    base_url: str, token: str | None, cloud: str, *, transport: httpx.AsyncBaseTransport | None = None
+) -> StoredRecord:
+    """The record of ``cloud`` as a Reporting API serves it; needs an admin token for the runs."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    kwargs: dict[str, Any] = {"transport": transport} if transport is not None else {}
+    histories = {}
+    async with httpx.AsyncClient(
+        base_url=base_url.rstrip("/"), headers=headers, timeout=60.0, **kwargs
+    ) as client:
+        runs = await _get(client, "/api/v1/sync-runs", {"cloud": cloud})
+        cursor: str | None = None
+        while True:
+            params: dict[str, Any] = {"cloud": cloud, "status": "all", "limit": PAGE}
+            if cursor:
+                params["cursor"] = cursor
+            page = await _get(client, "/api/v1/resources", params)
+            for item in page.get("items", []):
+                rtype, rid = item["resource_type"], item["resource_id"]
+                doc = await _get(client, f"/api/v1/resources/{cloud}/{rtype}/{rid}/lifecycle", None)
+                try:
+                    events = [_stored_event(e) for e in doc.get("events", [])]
+                except (EventInvalid, InstantError) as exc:
+                    raise StoredReadError(
+                        f"{rtype} {rid}: an event the API served does not parse: {exc}"
+                    ) from None
+                histories[(rtype, rid)] = tuple(sorted_events(events))
+            cursor = page.get("next_cursor")
+            if not cursor:
+                break
+    try:
+        return StoredRecord(histories, read_runs(runs.get("items", [])))
+    except SyncRunError as exc:
+        raise StoredReadError(f"cannot read the API's sync runs: {exc}") from exc
+
+
+async def _get(client: httpx.AsyncClient, path: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    try:
+        response = await client.get(path, params=params)
+    except httpx.HTTPError as exc:
+        raise StoredReadError(f"GET {path}: {exc}") from exc
+    if response.status_code == 403 and path == "/api/v1/sync-runs":
+        raise StoredReadError(f"GET {path}: HTTP 403: the sync runs the verdict rests on need an admin token")
+    if not response.is_success:
+        raise StoredReadError(f"GET {path}: HTTP {response.status_code}: {response.text.strip()[:200]}")
+    doc: dict[str, Any] = response.json()
+    return doc

@@ -1,8 +1,9 @@
-"""Through the Reporting API: --register-projects, and compare refusing --api (it serves no sync runs)."""
+"""Through the Reporting API: --register-projects, and compare reading events and sync runs over HTTP."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -15,8 +16,11 @@ from tally.core import format_instant
 from tally.daemon.cli import main
 from tally.http import ReportingServices, create_reporting_app
 from tally.ingest import IngestPipeline
-from tally.simulator import generate_month
+from tally.simulator import compare, generate_month
+from tally.simulator._platform import platform_created
 from tally.simulator.register import RegisterError, register_projects
+from tally.simulator.simulate import SimulateOptions, simulate
+from tally.simulator.stored import StoredReadError, record_from_api, record_from_store_url
 from tally.store import Store, hash_secret, open_store
 
 pytestmark = pytest.mark.anyio
@@ -83,12 +87,38 @@ async def test_register_refuses_one_cloud_for_both(store: Store) -> None:
         )
 
 
-def test_compare_over_the_api_refuses_for_want_of_sync_runs(
+async def test_compare_over_the_api_judges_what_the_store_judges(tmp_path: Path) -> None:
+    faults = frozenset({"missing-create", "held-back", "missing-delete", "lost-update"})
+    month = generate_month(3, "2026-07", scale=0.3, days=3, faults=faults)
+    options = SimulateOptions(
+        seed=3, period="2026-07", scale=0.3, days=3, faults=faults, factor=0.0, state_dir=tmp_path
+    )
+    result = await simulate(options, month=month)
+    direct = await record_from_store_url(result.store_url, month.cloud)
+    async with open_store(result.store_url) as store:
+        await store.create_api_token(token_hash=hash_secret(ADMIN), role="admin")
+        await store.create_api_token(token_hash=hash_secret("reader"), role="read_all")
+        transport = httpx.ASGITransport(app=app_of(store))
+        served = await record_from_api("http://api", ADMIN, month.cloud, transport=transport)
+        with pytest.raises(StoredReadError, match="need an admin token"):
+            await record_from_api("http://api", "reader", month.cloud, transport=transport)
+    assert served.runs == direct.runs and len(served.runs) > 10
+    assert served.histories == direct.histories
+    judged = [
+        compare(month.oracle, r, settle=timedelta(0), platform_created=platform_created(month.world))
+        for r in (served, direct)
+    ]
+    assert judged[0].to_doc() == judged[1].to_doc()
+    assert judged[0].passed and judged[0].tolerated_by_cause.get("poll-dated update")
+
+
+def test_compare_over_an_api_that_is_not_there_exits_2_with_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     month = generate_month(1, "2026-07", scale=0.3, days=2)
     oracle = tmp_path / "oracle.json"
     oracle.write_bytes(month.oracle.to_json())
-    assert main(["simulator", "compare", "--oracle", str(oracle), "--api", "http://127.0.0.1:9"]) == 2
+    argv = ["simulator", "compare", "--oracle", str(oracle), "--api", "http://127.0.0.1:9", "--token", "t"]
+    assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "serves no sync runs" in err and "--store-url" in err and err.count("\n") == 1
+    assert "GET /api/v1/sync-runs" in err and err.count("\n") == 1
