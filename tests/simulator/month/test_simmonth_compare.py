@@ -318,3 +318,14 @@ def test_any_collector_event_moved_by_a_second_or_more_is_off(which: int, second
     )
     runs = tuple(run(f"r{n}", T0 + n * H) for n in range(1, 12))
     assert not judge(*events, runs=runs).passed
+
+
+def test_a_correction_the_rows_newest_event_forced_past_its_runs_instant_is_tolerated() -> None:
+    forced = T0 + 6 * H + timedelta(microseconds=1)
+    fix = ev("sync.update", forced, state="shutoff", size=SMALL, reason="drift", by="r1")
+    provider = {
+        **fix.event.payload["provider"],
+        "dated_past_newest_event": {"requested": "2026-07-01T06:00:00Z"},
+    }
+    fix = replace(fix, event=replace(fix.event, payload={**fix.event.payload, "provider": provider}))
+    assert only(judge(CREATE, fix, DELETE, runs=(run("r1", T0 + 6 * H),)))[:2] == (True, POLL_DATED_UPDATE)
