@@ -204,7 +204,12 @@ def judge(
     return Judgement(True, cause, correction.event_id, run.run_id, due_id)
 
 
-def _fields(o: Facts | None, s: Facts | None) -> str:
+def differing_fields(o: Facts | None, s: Facts | None) -> tuple[str, ...]:
+    """What differs between two sides: ``presence``, or some of state, project and size."""
     if o is None or s is None:
-        return "presence"
-    return " and ".join(n for n, x, y in zip(("state", "project", "size"), o, s, strict=True) if x != y)
+        return ("presence",)
+    return tuple(n for n, x, y in zip(("state", "project", "size"), o, s, strict=True) if x != y)
+
+
+def _fields(o: Facts | None, s: Facts | None) -> str:
+    return " and ".join(differing_fields(o, s))

@@ -23,7 +23,7 @@ from tally.core import Interval, StoredEvent, format_instant, lifecycle, sorted_
 
 from ._quantities import QuantityKey, QuantityLine, add_span, lines_doc
 from ._runs import SyncRun
-from ._verdict import Context, Facts, Judgement, Span, fact_at, judge
+from ._verdict import Context, Facts, Judgement, Span, differing_fields, fact_at, judge
 from .oracle import Oracle
 
 Key = tuple[str, str]
@@ -221,12 +221,6 @@ class Comparison:
         }
 
 
-def _fields(o: Facts | None, s: Facts | None) -> tuple[str, ...]:
-    if o is None or s is None:
-        return ("presence",)
-    return tuple(n for n, x, y in zip(("state", "project", "size"), o, s, strict=True) if x != y)
-
-
 def _seconds(spans: Iterable[Span]) -> float:
     return sum((b - a).total_seconds() for a, b, _ in spans)
 
@@ -305,6 +299,6 @@ def _differences(
         else:
             raw.append((a, b, o, s))
     return [
-        Difference(a, b, _fields(o, s), o, s, judge(key, a, b, o, s, expected, stored, history, ctx))
+        Difference(a, b, differing_fields(o, s), o, s, judge(key, a, b, o, s, expected, stored, history, ctx))
         for a, b, o, s in raw
     ]
