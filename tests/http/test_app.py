@@ -84,6 +84,7 @@ async def test_openapi_document_lists_every_route(api: Api) -> None:
         ("GET", "/api/v1/resource-types/{platform}/{resource_type}"),
         ("PUT", "/api/v1/resource-types/{platform}/{resource_type}"),
         ("GET", "/api/v1/rejected-events"),
+        ("GET", "/api/v1/sync-runs"),
         ("GET", "/api/v1/projects"),
         ("POST", "/api/v1/projects"),
         ("GET", "/api/v1/projects/{id}"),

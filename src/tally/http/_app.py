@@ -27,6 +27,7 @@ from . import (
     _routes_rejected,
     _routes_resources,
     _routes_stats,
+    _routes_sync_runs,
     _routes_types,
 )
 from ._auth import authenticate
@@ -52,6 +53,7 @@ OPERATIONS: tuple[Operation, ...] = tuple(
         _routes_types,
         _routes_projects,
         _routes_rejected,
+        _routes_sync_runs,
         _routes_internal,
     )
     for op in module.router.operations

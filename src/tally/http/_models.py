@@ -79,6 +79,12 @@ class RejectedQuery(Model):
     cursor: str | None = Cursor
 
 
+class SyncRunsQuery(Model):
+    cloud: str = Field(min_length=1, max_length=512)
+    from_: Instant | None = Field(default=None, alias="from", description="inclusive bound on started_at")
+    to: Instant | None = Field(default=None, description="exclusive bound on started_at")
+
+
 class ProjectsQuery(Model):
     platform: str | None = Text
     cloud: str | None = Text
@@ -302,6 +308,19 @@ class RejectedOut(Answer):
 class RejectedPage(Answer):
     items: list[RejectedOut]
     next_cursor: str | None
+
+
+class SyncRunOut(Answer):
+    id: str
+    cloud: str
+    started_at: str
+    completed_at: str | None
+    status: str
+    stats: dict[str, Any]
+
+
+class SyncRunsAnswer(Answer):
+    items: list[SyncRunOut]
 
 
 class RebuildAnswer(Answer):

@@ -4,8 +4,9 @@ from .clock import PublishProgress as PublishProgress
 from .clock import VirtualClock as VirtualClock
 from .compare import Comparison as Comparison
 from .compare import Difference as Difference
+from .compare import StoredRecord as StoredRecord
 from .compare import compare as compare
-from .compare import stored_intervals as stored_intervals
+from .compare import stored_record as stored_record
 from .fakecloud import create_fake_cloud_app as create_fake_cloud_app
 from .faults import FAULTS as FAULTS
 from .faults import FaultError as FaultError

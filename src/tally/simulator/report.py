@@ -2,7 +2,8 @@
 
 Each timeline draws two lanes over the month, the oracle's intervals above and the stored ones below,
 coloured by state and labelled with state and size; the spans where they differ are shaded (amber
-when within the sync-interval tolerance, red when not). No script, no external asset: the file can
+when tolerated, red when off), and each is listed with its verdict: the cause, and for a tolerated
+one the correction and the run it rests on. No script, no external asset: the file can
 be mailed or attached to a ticket as it is.
 """
 
@@ -129,6 +130,33 @@ svg text.axis { font-size: 10px; fill: #555; } svg line.tick { stroke: #555; }
 """
 
 
+def _causes_table(comparison: Comparison) -> list[str]:
+    out = ["<h2>Verdicts by cause</h2><table><tr><th>verdict</th><th>cause</th><th>count</th></tr>"]
+    for verdict, counts in (("tolerated", comparison.tolerated_by_cause), ("off", comparison.off_by_cause)):
+        out += [
+            f"<tr><td>{verdict}</td><td>{html.escape(cause)}</td><td>{n:,}</td></tr>"
+            for cause, n in counts.items()
+        ]
+    out.append("</table>")
+    return out
+
+
+def _quantities_table(comparison: Comparison) -> list[str]:
+    out = [
+        "<h2>Quantity-weighted error</h2><table><tr><th>type</th><th>member</th><th>unit</th>"
+        "<th>oracle</th><th>stored</th><th>signed</th><th>absolute</th></tr>"
+    ]
+    for (rtype, member, unit), line in sorted(comparison.quantities.items()):
+        out.append(
+            f"<tr><td>{html.escape(rtype)}</td><td>{html.escape(member or '-')}</td>"
+            f"<td>{html.escape(unit)}</td>"
+            f"<td>{line.oracle:,.2f}</td><td>{line.stored:,.2f}</td><td>{line.signed:+,.2f}</td>"
+            f"<td>{line.absolute:,.2f}</td></tr>"
+        )
+    out.append("</table>")
+    return out
+
+
 def render_report(
     comparison: Comparison,
     oracle: Oracle,
@@ -145,8 +173,9 @@ def render_report(
         f"<style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="{"pass" if comparison.passed else "fail"}"><strong>Comparison {verdict}</strong>: '
-        f"{comparison.exact} resources exact, {comparison.tolerated} within the tolerance of one sync "
-        f"interval ({comparison.sync_interval.total_seconds() / 60:g} min), {comparison.off} off.</p>",
+        f"{comparison.exact} resources exact, {comparison.tolerated} tolerated (corrections dated at the "
+        f"poll of the first of {comparison.runs} sync runs that could book them, settle "
+        f"{comparison.settle.total_seconds():g} s), {comparison.off} off.</p>",
     ]
     if summary:
         out.append("<table>")
@@ -162,6 +191,8 @@ def render_report(
             f"<tr><td>{html.escape(rtype)}</td><td>{o:,.0f}</td><td>{s:,.0f}</td><td>{s - o:+,.0f}</td></tr>"
         )
     out.append("</table>")
+    out += _causes_table(comparison)
+    out += _quantities_table(comparison)
     by_key = {(r.resource_type, r.resource_id): r for r in oracle.resources}
     out.append(f"<h2>Resources that differ ({len(comparison.resources)})</h2>")
     if not comparison.resources:
@@ -172,7 +203,7 @@ def render_report(
         oracle_spans = (
             [(i.start, i.end, i.state, i.project_id, i.size) for i in expected.intervals] if expected else []
         )
-        status = "within tolerance" if diff.tolerated else "off"
+        status = "tolerated" if diff.tolerated else "off"
         faults = ", ".join(expected.faults) if expected and expected.faults else "none"
         out.append(
             f"<section><h3>{html.escape(diff.resource_type)} <code>{html.escape(diff.resource_id)}</code> "
@@ -185,10 +216,9 @@ def render_report(
         )
         out.append("<ul>")
         for d in diff.differences:
-            note = " (a poll-dated correction within the sync interval)" if d.tolerated else ""
             out.append(
                 f"<li>{format_instant(d.start)} .. {format_instant(d.end)}: "
-                f"{html.escape(', '.join(d.fields))} differ{note}</li>"
+                f"{html.escape(', '.join(d.fields))} differ ({html.escape(d.note())})</li>"
             )
         out.append("</ul></section>")
     out.append("</body></html>")

@@ -15,7 +15,7 @@ import logging
 import re
 import signal
 import sys
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +29,11 @@ from .compare import Comparison, compare
 from .faults import FAULTS, FaultError, parse_faults
 from .files import NotificationFileError, write_month
 from .generator import GeneratorError, Month, generate_month
-from .oracle import OracleError, read_oracle
+from .oracle import Oracle, OracleError, read_oracle
 
 log = logging.getLogger(__name__)
 
+MAX_SEED = 2**64 - 1
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 
 
@@ -79,7 +80,7 @@ def register(subparsers: Any) -> None:
         type=float,
         default=60.0,
         metavar="MINUTES",
-        help="virtual minutes between syncs, also the comparison's tolerance (default 60)",
+        help="virtual minutes between syncs (default 60)",
     )
     p.add_argument(
         "--store-url",
@@ -143,11 +144,26 @@ def register_simulator(sub: Any) -> None:
     )
     cp.add_argument("--oracle", type=Path, required=True, help="oracle.json (format 3)")
     source = cp.add_mutually_exclusive_group(required=True)
-    source.add_argument("--api", default=None, metavar="URL", help="a running Reporting API")
+    source.add_argument(
+        "--api",
+        default=None,
+        metavar="URL",
+        help="refused: the Reporting API serves no sync runs to judge by",
+    )
     source.add_argument("--store-url", default=None, help="a store URL (sqlite:///... or postgresql://...)")
-    cp.add_argument("--token", default=None, help="API token for --api (default TALLY_SIM_API_TOKEN)")
+    cp.add_argument("--token", default=None, help="admin API token for --api (default TALLY_SIM_API_TOKEN)")
     cp.add_argument(
-        "--sync-interval", type=float, default=60.0, metavar="MINUTES", help="the tolerance (default 60)"
+        "--settle",
+        type=int,
+        default=60,
+        metavar="SECONDS",
+        help="the settle window the runs were told (TALLY_REPORTING_SYNC_SETTLE_S; default 60)",
+    )
+    cp.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        help="the month's scale: regenerate its world to learn the platform's creation instants",
     )
     cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cp.set_defaults(handler=compare_command)
@@ -166,6 +182,9 @@ def _fail(command: str, message: object) -> int:
 def _generate(args: argparse.Namespace, settings: Settings) -> Month:
     if args.factor < 0:
         raise ClockError(f"factor {args.factor} must not be negative")
+    if not 0 <= args.seed <= MAX_SEED:
+        # The oracle and the files carry the seed as a JSON integer, 64 bits unsigned at most.
+        raise GeneratorError(f"seed {args.seed} is out of range: 0 to {MAX_SEED}")
     faults = parse_faults(args.faults)
     return generate_month(
         args.seed,
@@ -178,18 +197,16 @@ def _generate(args: argparse.Namespace, settings: Settings) -> Month:
 
 
 def print_differences(comparison: Comparison, console: Console, *, limit: int = 50) -> None:
-    tolerance = comparison.sync_interval.total_seconds() / 60
     for shown, r in enumerate(comparison.resources, start=1):
-        verdict = f"within the tolerance of one sync interval ({tolerance:g} min)" if r.tolerated else "OFF"
+        verdict = "tolerated" if r.tolerated else "OFF"
         console.print(
-            f"{r.resource_type} {r.resource_id}: {verdict}; billed seconds oracle {r.oracle_seconds:,.0f} "
-            f"stored {r.stored_seconds:,.0f}",
+            f"{r.resource_type} {r.resource_id}: {verdict} ({', '.join(r.causes)}); billed seconds oracle "
+            f"{r.oracle_seconds:,.0f} stored {r.stored_seconds:,.0f}",
             highlight=False,
         )
         for d in r.differences:
-            note = " (a correction dated at the poll instant)" if d.tolerated else ""
             console.print(
-                f"  {d.start.isoformat()} .. {d.end.isoformat()}: {', '.join(d.fields)}{note}",
+                f"  {d.start.isoformat()} .. {d.end.isoformat()}: {', '.join(d.fields)} ({d.note()})",
                 highlight=False,
             )
         if shown >= limit:
@@ -200,10 +217,19 @@ def print_differences(comparison: Comparison, console: Console, *, limit: int = 
         console.print(
             f"billed seconds {rtype}: oracle {o:,.0f} stored {s:,.0f} off {s - o:+,.0f}", highlight=False
         )
+    for (rtype, member, unit), line in sorted(comparison.quantities.items()):
+        if line.absolute:
+            console.print(
+                f"quantity {rtype} {member or '-'} {unit}: oracle {line.oracle:,.2f} "
+                f"stored {line.stored:,.2f} signed {line.signed:+,.2f} absolute {line.absolute:,.2f}",
+                highlight=False,
+            )
+    causes = ", ".join(f"{k} {v}" for k, v in comparison.off_by_cause.items())
     console.print(
         f"{'passed' if comparison.passed else 'FAILED'}: {comparison.exact} exact, "
-        f"{comparison.tolerated} within tolerance ({tolerance:g} min: corrections a sync dates at its "
-        f"poll instant), {comparison.off} off",
+        f"{comparison.tolerated} tolerated (corrections the seeds date at a run's poll, checked against "
+        f"{comparison.runs} sync runs, settle {comparison.settle.total_seconds():g} s), {comparison.off} off"
+        + (f" ({causes})" if causes else ""),
         highlight=False,
     )
 
@@ -212,7 +238,7 @@ async def simulate_command(args: argparse.Namespace) -> int:
     from .publisher import PublishError, check_broker
     from .report import render_report, write_report
     from .simulate import SimulateError, SimulateOptions, simulate
-    from .summary import ProgressView, differences_table, summary_rows, summary_table
+    from .summary import ProgressView, differences_table, quantities_table, summary_rows, summary_table
 
     settings = Settings()
     try:
@@ -252,6 +278,7 @@ async def simulate_command(args: argparse.Namespace) -> int:
     if args.json is not None:
         _write_json(args.json, result.to_doc())
     console.print(summary_table(result))
+    console.print(quantities_table(result.comparison))
     if result.comparison.resources:
         console.print(differences_table(result.comparison))
     if args.report is not None:
@@ -404,28 +431,57 @@ async def replay_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _platform_instants(oracle: Oracle, scale: float | None) -> dict[tuple[str, str], datetime] | None:
+    """The world's creation instants when ``scale`` regenerates exactly this oracle's month."""
+    from ._platform import platform_created
+
+    if scale is None:
+        return None
+    days = (oracle.period_to - oracle.period_from).days
+    month = generate_month(
+        oracle.seed,
+        f"{oracle.period_from:%Y-%m}",
+        scale=scale,
+        cloud=oracle.cloud,
+        faults=oracle.faults,
+        days=days,
+    )
+    if month.oracle.to_json() != oracle.to_json():
+        raise ValueError(
+            f"--scale {scale:g} does not regenerate this oracle (seed {oracle.seed}, cloud {oracle.cloud}); "
+            "pass the scale the month was generated with"
+        )
+    return platform_created(month.world)
+
+
 async def compare_command(args: argparse.Namespace) -> int:
-    from .stored import StoredReadError, lifecycles_from_api, lifecycles_from_store_url
+    from .stored import StoredReadError, record_from_api, record_from_store_url
 
     settings = Settings()
     console = _console()
     try:
-        if args.sync_interval <= 0:
-            raise ValueError(f"--sync-interval {args.sync_interval} must be above 0 minutes")
+        if args.settle < 0:
+            raise ValueError(f"--settle {args.settle} must not be negative")
         oracle = read_oracle(args.oracle.read_bytes())
-    except (OracleError, OSError, ValueError) as exc:
+        if oracle.period_to > datetime.now(UTC):
+            raise ValueError(
+                f"the oracle's period ends at {oracle.period_to.isoformat()}, which has not passed: "
+                "compare a month that has ended"
+            )
+        created = _platform_instants(oracle, args.scale)
+    except (OracleError, GeneratorError, FaultError, OSError, ValueError) as exc:
         return _fail("simulator compare", exc)
     try:
         if args.api:
             token = args.token or (
                 settings.sim_api_token.get_secret_value() if settings.sim_api_token else None
             )
-            stored = await lifecycles_from_api(args.api, token, oracle.cloud)
+            record = await record_from_api(args.api, token, oracle.cloud)
         else:
-            stored = await lifecycles_from_store_url(args.store_url, oracle.cloud)
+            record = await record_from_store_url(args.store_url, oracle.cloud)
     except StoredReadError as exc:
         return _fail("simulator compare", exc)
-    comparison = compare(oracle, stored, sync_interval=timedelta(minutes=args.sync_interval))
+    comparison = compare(oracle, record, settle=timedelta(seconds=args.settle), platform_created=created)
     if args.json:
         import orjson
 

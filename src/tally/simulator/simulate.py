@@ -41,12 +41,13 @@ from tally.reconcile import RunSettings, SyncService
 from tally.store import open_store
 
 from ._metrics import SYNCS
+from ._platform import platform_created
 from .clock import PublishProgress, VirtualClock
 from .compare import Comparison, compare
 from .fakecloud import ADMIN_PASSWORD, ADMIN_PROJECT, ADMIN_USER, create_fake_cloud_app, serve_fake_cloud
 from .generator import Month, generate_month
 from .publisher import AmqpSink, BusSink, Publisher, Sink, add_release_route, redact
-from .stored import lifecycles_of_store
+from .stored import record_of_store
 from .vhost import RunBroker, run_broker
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,8 @@ log = logging.getLogger(__name__)
 #: The exchanges the simulate collector binds: the billed services' (octavia included).
 COLLECTOR_EXCHANGES = "nova,neutron,openstack,glance,octavia"
 DEFAULT_SYNC_INTERVAL = timedelta(minutes=60)
-#: The syncs' recent window. Off: in lockstep every delivery is in before the sync, so nothing is in
-#: flight to wait for, and :func:`sync_is_idle`'s proof needs it off.
+#: The syncs' recent window, and so the one the compare judges them by. Off: in lockstep every delivery
+#: is in before the sync, so nothing is in flight to wait for, and :func:`sync_is_idle`'s proof needs it off.
 SETTLE_S = 0
 
 
@@ -138,6 +139,7 @@ class SimulateResult:
     store_url: str
     state_dir: Path
     vhost: str | None = None
+    sync_interval: timedelta = DEFAULT_SYNC_INTERVAL
 
     @property
     def passed(self) -> bool:
@@ -413,8 +415,14 @@ async def simulate(
                         await sync(month.period_to)
                     tg.cancel_scope.cancel()
                 vhost = broker.vhost if broker is not None else None
-            stored = await lifecycles_of_store(store, month.cloud)
-    comparison = compare(month.oracle, stored, sync_interval=options.sync_interval)
+            record = await record_of_store(store, month.cloud)
+    stored = record.intervals()
+    comparison = compare(
+        month.oracle,
+        record,
+        settle=timedelta(seconds=SETTLE_S),
+        platform_created=platform_created(month.world),
+    )
     progress.published = publish_progress.published
     wall = time.monotonic() - began
     log.info(
@@ -438,6 +446,7 @@ async def simulate(
         store_url=store_url,
         state_dir=state_dir,
         vhost=vhost,
+        sync_interval=options.sync_interval,
     )
 
 

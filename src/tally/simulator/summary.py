@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console
@@ -76,6 +76,27 @@ def _seconds(value: float) -> str:
     return f"{value:+,.0f} s ({value / 3600:+,.2f} h)"
 
 
+def _causes(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {v:,}" for k, v in counts.items()) or "none"
+
+
+_UNITS = {"vcpu_h": "vCPU-h", "ram_gb_h": "RAM GB-h", "disk_gb_h": "disk GB-h", "gb_h": "GB-h", "hours": "h"}
+
+
+def unit_label(resource_type: str, unit: str) -> str:
+    label = _UNITS.get(unit, unit)
+    return label if resource_type == "instance" else f"{resource_type} {label}"
+
+
+def quantity_totals(comparison: Comparison) -> str:
+    """The absolute error summed per unit over every line, the whole month on one row."""
+    totals: dict[str, float] = {}
+    for (rtype, _, unit), line in sorted(comparison.quantities.items()):
+        label = unit_label(rtype, unit)
+        totals[label] = totals.get(label, 0.0) + line.absolute
+    return ", ".join(f"{k} {v:,.2f}" for k, v in totals.items()) or "none"
+
+
 def summary_rows(result: SimulateResult) -> list[tuple[str, str]]:
     """The summary as (label, value) rows: the table, and the HTML report's head."""
     month, c, p = result.month, result.comparison, result.progress
@@ -100,7 +121,7 @@ def summary_rows(result: SimulateResult) -> list[tuple[str, str]]:
         ),
         (
             "syncs",
-            f"{p.syncs:,} (every {c.sync_interval.total_seconds() / 60:g} virtual min; "
+            f"{p.syncs:,} (every {result.sync_interval.total_seconds() / 60:g} virtual min; "
             f"{p.idle_skipped:,} skipped where nothing changed), {p.failed_syncs} not completed",
         ),
         (
@@ -109,8 +130,11 @@ def summary_rows(result: SimulateResult) -> list[tuple[str, str]]:
             f" (booked {sync.accepted if sync else 0:,})",
         ),
         ("deferred", ", ".join(f"{k} {v:,}" for k, v in sorted(p.deferred.items())) or "0"),
-        ("resources exact / within tolerance / off", f"{c.exact:,} / {c.tolerated:,} / {c.off:,}"),
+        ("resources exact / tolerated / off", f"{c.exact:,} / {c.tolerated:,} / {c.off:,}"),
+        ("tolerated by cause", _causes(c.tolerated_by_cause)),
+        ("off by cause", _causes(c.off_by_cause)),
         ("billed-seconds error", _seconds(c.seconds_off)),
+        ("quantity error (absolute)", quantity_totals(c)),
         ("wall time", f"{result.wall_s:.1f} s"),
     ]
     if result.rejected_reasons:
@@ -131,6 +155,24 @@ def summary_table(result: SimulateResult) -> Table:
     return table
 
 
+def quantities_table(comparison: Comparison) -> Table:
+    """The quantity-weighted error per type and size member: oracle, stored, signed and absolute."""
+    table = Table(title="quantity-weighted error", title_justify="left")
+    for column in ("type", "member", "unit", "oracle", "stored", "signed", "absolute"):
+        table.add_column(column, justify="left" if column in ("type", "member", "unit") else "right")
+    for (rtype, member, unit), line in sorted(comparison.quantities.items()):
+        table.add_row(
+            rtype,
+            member or "-",
+            unit_label(rtype, unit),
+            f"{line.oracle:,.2f}",
+            f"{line.stored:,.2f}",
+            f"{line.signed:+,.2f}",
+            f"{line.absolute:,.2f}",
+        )
+    return table
+
+
 def differences_table(comparison: Comparison, *, limit: int = 20) -> Table:
     table = Table(title="resources that differ", title_justify="left")
     for column in ("type", "id", "from", "to", "fields", "verdict"):
@@ -146,7 +188,7 @@ def differences_table(comparison: Comparison, *, limit: int = 20) -> Table:
                 format_instant(d.start),
                 format_instant(d.end),
                 ",".join(d.fields),
-                "within sync interval" if d.tolerated else "[red]off",
+                d.note() if d.tolerated else f"[red]{d.note()}",
             )
             shown += 1
     return table

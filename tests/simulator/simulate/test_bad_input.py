@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
+import anyio
 import orjson
 import pytest
 
 from tally.daemon.cli import main
+from tally.store import open_store
 
 SMALL = ["--seed", "1", "--scale", "0.3", "--days", "2", "--factor", "0"]
 
@@ -81,3 +84,96 @@ def test_compare_refuses_an_oracle_of_another_format_or_with_unknown_members(
     assert main(["simulator", "compare", "--oracle", str(oracle), "--store-url", store]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**64)])
+@pytest.mark.parametrize("command", [["simulate"], ["simulator", "run"]])
+def test_a_seed_out_of_range_exits_2_with_one_line_and_no_files(
+    command: list[str], seed: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    argv = [*command, "--seed", seed, "--period", "2026-07", *SMALL[2:], "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"seed {seed} is out of range" in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+ORACLE_DOC = {
+    "format": 3,
+    "cloud": "os-sim",
+    "seed": 1,
+    "period_from": "2026-07-01T00:00:00Z",
+    "period_to": "2026-08-01T00:00:00Z",
+    "resources": [],
+    "counts": [],
+    "faults": [],
+    "traffic": [],
+}
+
+
+@pytest.fixture
+def migrated_store(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'store.sqlite3'}"
+
+    async def migrate() -> None:
+        async with open_store(url) as store:
+            await store.migrate_up()
+
+    anyio.run(migrate, backend="asyncio")
+    return url
+
+
+def _compare(tmp_path: Path, oracle: object, store: str, *extra: str) -> int:
+    path = tmp_path / "oracle.json"
+    path.write_bytes(oracle if isinstance(oracle, bytes) else orjson.dumps(oracle))
+    return main(["simulator", "compare", "--oracle", str(path), "--store-url", store, *extra])
+
+
+@pytest.mark.parametrize(
+    ("oracle", "extra", "message"),
+    [
+        (b"{not json", (), "oracle: not JSON"),
+        ({**ORACLE_DOC, "period_to": "2099-02-01T00:00:00Z"}, (), "which has not passed"),
+        (ORACLE_DOC, ("--settle", "-5"), "--settle -5 must not be negative"),
+        ({**ORACLE_DOC, "seed": 7}, ("--scale", "0.3"), "--scale 0.3 does not regenerate this oracle"),
+    ],
+)
+def test_compare_refuses_an_oracle_it_cannot_judge(
+    oracle: object,
+    extra: tuple[str, ...],
+    message: str,
+    migrated_store: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _compare(tmp_path, oracle, migrated_store, *extra) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_compare_reads_an_empty_migrated_store_of_an_empty_oracle(
+    migrated_store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _compare(tmp_path, ORACLE_DOC, migrated_store) == 0
+    assert "passed: 0 exact" in capsys.readouterr().out
+
+
+def test_compare_refuses_a_store_it_cannot_read_and_creates_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nowhere" / "store.sqlite3"
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n")
+    bare = tmp_path / "bare.sqlite3"
+    sqlite3.connect(bare).execute("CREATE TABLE t (a)").connection.close()
+    for store, message in (
+        (f"sqlite:///{missing}", "No such file or directory"),
+        (f"sqlite:///{text}", "is not an SQLite database"),
+        (f"sqlite:///{bare}", "holds no tally schema"),
+        ("mysql://db/tally", "scheme 'mysql' is not supported"),
+    ):
+        assert _compare(tmp_path, ORACLE_DOC, store) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+    assert not missing.parent.exists()

@@ -1,4 +1,4 @@
-"""Through the Reporting API: --register-projects, and compare reading the stored lifecycles over HTTP."""
+"""Through the Reporting API: --register-projects, and compare reading events and sync runs over HTTP."""
 
 from __future__ import annotations
 
@@ -12,12 +12,15 @@ from pydantic import SecretStr
 from quart import Quart
 
 from tally.config import Settings
-from tally.core import deterministic_event_id, format_instant
+from tally.core import format_instant
+from tally.daemon.cli import main
 from tally.http import ReportingServices, create_reporting_app
 from tally.ingest import IngestPipeline
 from tally.simulator import compare, generate_month
+from tally.simulator._platform import platform_created
 from tally.simulator.register import RegisterError, register_projects
-from tally.simulator.stored import lifecycles_from_api
+from tally.simulator.simulate import SimulateOptions, simulate
+from tally.simulator.stored import StoredReadError, record_from_api, record_from_store_url
 from tally.store import Store, hash_secret, open_store
 
 pytestmark = pytest.mark.anyio
@@ -84,36 +87,38 @@ async def test_register_refuses_one_cloud_for_both(store: Store) -> None:
         )
 
 
-async def test_compare_over_the_api_names_the_resources_that_differ(store: Store) -> None:
-    month = generate_month(1, "2026-07", scale=0.3, days=2)
-    transport = httpx.ASGITransport(app=app_of(store))
-    # Book one instance of the oracle exactly, and nothing else.
-    resource = next(
-        r
-        for r in month.oracle.resources
-        if r.resource_type == "instance" and len(r.intervals) == 1 and r.intervals[0].end == month.period_to
+async def test_compare_over_the_api_judges_what_the_store_judges(tmp_path: Path) -> None:
+    faults = frozenset({"missing-create", "held-back", "missing-delete", "lost-update"})
+    month = generate_month(3, "2026-07", scale=0.3, days=3, faults=faults)
+    options = SimulateOptions(
+        seed=3, period="2026-07", scale=0.3, days=3, faults=faults, factor=0.0, state_dir=tmp_path
     )
-    first = resource.intervals[0]
-    event = {
-        "event_id": deterministic_event_id(
-            "openstack", "os-sim", resource.resource_id, "compute.instance.create.end", first.start
-        ),
-        "timestamp": format_instant(first.start),
-        "event_type": "compute.instance.create.end",
-        "platform": "openstack",
-        "cloud": "os-sim",
-        "resource_type": "instance",
-        "resource_id": resource.resource_id,
-        "project_id": first.project_id,
-        "payload": {"state": first.state, "size": dict(first.size)},
-    }
-    result = await IngestPipeline(store, require_size_schema=False).ingest([event])
-    assert result.accepted == 1, result.to_json()
+    result = await simulate(options, month=month)
+    direct = await record_from_store_url(result.store_url, month.cloud)
+    async with open_store(result.store_url) as store:
+        await store.create_api_token(token_hash=hash_secret(ADMIN), role="admin")
+        await store.create_api_token(token_hash=hash_secret("reader"), role="read_all")
+        transport = httpx.ASGITransport(app=app_of(store))
+        served = await record_from_api("http://api", ADMIN, month.cloud, transport=transport)
+        with pytest.raises(StoredReadError, match="need an admin token"):
+            await record_from_api("http://api", "reader", month.cloud, transport=transport)
+    assert served.runs == direct.runs and len(served.runs) > 10
+    assert served.histories == direct.histories
+    judged = [
+        compare(month.oracle, r, settle=timedelta(0), platform_created=platform_created(month.world))
+        for r in (served, direct)
+    ]
+    assert judged[0].to_doc() == judged[1].to_doc()
+    assert judged[0].passed and judged[0].tolerated_by_cause.get("poll-dated update")
 
-    stored = await lifecycles_from_api("http://api", ADMIN, "os-sim", transport=transport)
-    assert set(stored) == {("instance", resource.resource_id)}
-    comparison = compare(month.oracle, stored, sync_interval=timedelta(hours=1))
-    assert not comparison.passed
-    differing = {r.resource_id: r for r in comparison.resources}
-    assert resource.resource_id not in differing
-    assert len(differing) == len(month.oracle.resources) - 1
+
+def test_compare_over_an_api_that_is_not_there_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    month = generate_month(1, "2026-07", scale=0.3, days=2)
+    oracle = tmp_path / "oracle.json"
+    oracle.write_bytes(month.oracle.to_json())
+    argv = ["simulator", "compare", "--oracle", str(oracle), "--api", "http://127.0.0.1:9", "--token", "t"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "GET /api/v1/sync-runs" in err and err.count("\n") == 1

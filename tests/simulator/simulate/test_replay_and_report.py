@@ -12,9 +12,11 @@ import anyio
 import orjson
 import pytest
 
-from tally.core import Interval
+from tally.core import Event, StoredEvent
 from tally.daemon.cli import main
 from tally.simulator import compare, generate_month, write_month
+from tally.simulator.compare import StoredRecord
+from tally.simulator.oracle import OracleResource
 from tally.simulator.report import render_report, write_report
 
 
@@ -74,37 +76,63 @@ def test_replay_puts_the_file_on_rabbitmq_again(
     assert bodies == want
 
 
+def _history(r: OracleResource, cloud: str, *, end_late: timedelta = timedelta(0)) -> tuple[StoredEvent, ...]:
+    """The collector events that fold into the oracle's intervals of one resource."""
+    out = []
+    for n, i in enumerate(r.intervals):
+        kind = f"{r.resource_type}.create.end" if n == 0 else f"{r.resource_type}.update"
+        payload = {"state": i.state, "size": dict(i.size)}
+        event = Event(
+            f"{r.resource_id}-{n}",
+            i.start,
+            kind,
+            "openstack",
+            cloud,
+            r.resource_type,
+            r.resource_id,
+            i.project_id,
+            payload=payload,
+        )
+        out.append(StoredEvent(event, i.start))
+    last = r.intervals[-1]
+    at = last.end + end_late
+    gone = Event(
+        f"{r.resource_id}-end",
+        at,
+        f"{r.resource_type}.delete.end",
+        "openstack",
+        cloud,
+        r.resource_type,
+        r.resource_id,
+        last.project_id,
+    )
+    return (*out, StoredEvent(gone, at))
+
+
 def test_report_draws_every_differing_resource_oracle_against_stored(tmp_path: Path) -> None:
     month = generate_month(1, "2026-07", scale=0.3, days=2)
-    stored = {
-        (r.resource_type, r.resource_id): tuple(
-            Interval(i.start, i.end, i.state, i.size, i.project_id) for i in r.intervals
-        )
-        for r in month.oracle.resources
-    }
     victim = next(
         r
         for r in month.oracle.resources
         if len(r.intervals) == 1 and r.intervals[0].end < month.period_to - timedelta(hours=3)
     )
-    key = (victim.resource_type, victim.resource_id)
-    first = stored[key][0]
-    # A delete booked three hours late: beyond the one-hour tolerance.
-    late = Interval(
-        first.start,
-        (first.end or month.period_to) + timedelta(hours=3),
-        first.state,
-        first.size,
-        first.project_id,
-    )
-    stored[key] = (late,)
-    comparison = compare(month.oracle, stored, sync_interval=timedelta(hours=1))
+    histories = {
+        (r.resource_type, r.resource_id): _history(
+            r, month.cloud, end_late=timedelta(hours=3) if r is victim else timedelta(0)
+        )
+        for r in month.oracle.resources
+    }
+    record = StoredRecord(histories)
+    comparison = compare(month.oracle, record, settle=timedelta(0))
+    stored = record.intervals()
     document = render_report(comparison, month.oracle, stored, title="seed 1", summary=[("faults", "none")])
     path = tmp_path / "report.html"
     write_report(path, document)
     text = path.read_text()
     assert "Comparison FAILED" in text
-    assert victim.resource_id in text and text.count("<svg") == len(comparison.resources) >= 1
+    assert victim.resource_id in text and text.count("<svg") == len(comparison.resources) == 1
+    # A delete three hours late, by no correction: off, and weighed in the quantities table.
+    assert "off: delete late" in text and "Quantity-weighted error" in text
     assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "<script" not in text
 
