@@ -6,8 +6,12 @@ the change until a correction dated at its poll (a ``sync.update``, or a ``sync.
 absence) booked by the first run that could book it. That run is read from the runs the store
 records (:mod:`._runs`), never from a setting. A span the truth moved on from before any such run
 began (a lost update undone before the next run could see it) is tolerated too: no run could have
-booked it. A ``sync.create`` dated at the platform's creation instant, ahead of the oracle's start,
-is accepted when that instant is known. Everything else is off.
+booked it, and so is one a later notification caught up with before any such run began (a lost
+``finish_resize`` whose ``resize.confirm`` carries the new flavor): no run could have booked either. A
+``sync.create`` dated at the platform's creation instant, ahead of the oracle's start, is accepted
+when that instant is known and it carries the facts the platform listed to its run (a volume resized
+before the run that found it is booked at its new size: the seeds book what the listing says).
+Everything else is off.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ MISSED_CREATE: Final = "missed create"
 # Tolerated causes.
 POLL_DATED_UPDATE: Final = "poll-dated update"
 DELETE_BY_ABSENCE: Final = "delete by absence"
+LOST_UPDATE: Final = "lost-update"
 NO_RUN_COULD_BOOK: Final = "no run could book it"
+CAUGHT_UP_BEFORE_ANY_RUN: Final = "caught up by a notification before any run could book it"
 CREATE_AT_PLATFORM_INSTANT: Final = "create at the platform's instant"
 # Off causes.
 CREATE_EARLY: Final = "create early"
@@ -69,6 +75,8 @@ class Context:
     settle: timedelta
     platform_created: Mapping[tuple[str, str], datetime]
     period_to: datetime
+    # The resources the month lost an update notification of (the oracle's ``lost-update`` fault).
+    lost_updates: frozenset[tuple[str, str]] = frozenset()
 
 
 def fact_at(spans: Sequence[Span], at: datetime) -> Facts | None:
@@ -134,11 +142,13 @@ def _off_kind(
                 first is not None
                 and first.event_type == "sync.create"
                 and _provider(first).get("reason") == MISSED_CREATE
-                and fact_at(expected, b) == s
                 and ctx.platform_created.get(key) == a
             ):
-                run = str(_provider(first).get("sync_run_id"))
-                return Judgement(True, CREATE_AT_PLATFORM_INSTANT, first.event_id, run)
+                run_id = str(_provider(first).get("sync_run_id"))
+                booked_by = ctx.runs_by_id.get(run_id)
+                listed = fact_at(expected, booked_by.started_at) if booked_by is not None else None
+                if s in (fact_at(expected, b), listed):
+                    return Judgement(True, CREATE_AT_PLATFORM_INSTANT, first.event_id, run_id)
             return Judgement(False, CREATE_EARLY, first.event_id if first else None)
         return Judgement(False, DELETE_LATE)
     if fact_at(stored, a - _TINY) is not None:
@@ -186,8 +196,19 @@ def judge(
         due = first_update_run(ctx.runs, rtype, rid, changed, ctx.settle)
     due_id = due.run_id if due is not None else None
     if correction is None or reason != (DRIFT if kind == "update" else ABSENT):
-        if (b == ctx.period_to or _breakpoint(expected, b)) and (due is None or due.started_at >= b):
-            return Judgement(True, NO_RUN_COULD_BOOK, due_run_id=due_id)
+        if due is None or due.started_at >= b:
+            if b == ctx.period_to or _breakpoint(expected, b):
+                return Judgement(True, NO_RUN_COULD_BOOK, due_run_id=due_id)
+            # Only where the month lost an update of this resource: a collector event that is merely dated
+            # late must stay off, however soon a run would have come.
+            caught_up = any(e.event.timestamp == b and e.event.source != RECONCILIATION for e in history)
+            if (
+                kind == "update"
+                and key in ctx.lost_updates
+                and caught_up
+                and fact_at(stored, b) == fact_at(expected, b)
+            ):
+                return Judgement(True, CAUGHT_UP_BEFORE_ANY_RUN, due_run_id=due_id)
         if due is not None and due.started_at < b:
             return Judgement(False, NOT_CORRECTED, due_run_id=due_id)
         return Judgement(False, DELETE_LATE if kind == "delete" else "wrong " + _fields(o, s))

@@ -23,7 +23,7 @@ from tally.core import Interval, StoredEvent, format_instant, lifecycle, sorted_
 
 from ._quantities import QuantityKey, QuantityLine, add_span, lines_doc
 from ._runs import SyncRun
-from ._verdict import Context, Facts, Judgement, Span, differing_fields, fact_at, judge
+from ._verdict import LOST_UPDATE, Context, Facts, Judgement, Span, differing_fields, fact_at, judge
 from .oracle import Oracle
 
 Key = tuple[str, str]
@@ -261,6 +261,9 @@ def compare(
         settle=settle,
         platform_created=platform_created or {},
         period_to=hi,
+        lost_updates=frozenset(
+            (r.resource_type, r.resource_id) for r in oracle.resources if LOST_UPDATE in r.faults
+        ),
     )
     oracle_s: dict[str, float] = defaultdict(float)
     stored_s: dict[str, float] = defaultdict(float)

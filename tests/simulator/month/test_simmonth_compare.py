@@ -15,6 +15,7 @@ from tally.core import Event, StoredEvent
 from tally.simulator import compare, stored_record
 from tally.simulator._runs import SyncRun
 from tally.simulator._verdict import (
+    CAUGHT_UP_BEFORE_ANY_RUN,
     CREATE_AT_PLATFORM_INSTANT,
     CREATE_EARLY,
     CREATE_LATE,
@@ -360,3 +361,57 @@ def test_two_unbooked_changes_before_one_run_are_tolerated_until_its_update() ->
     late = ev("sync.update", T0 + 7 * H, state="shutoff", size=SMALL, reason="drift", by="r2")
     result = compare(two, stored_record((CREATE, late, DELETE), cloud="os-sim", runs=runs), settle=NO_SETTLE)
     assert not result.passed and result.resources[0].differences[-1].cause == LATER_RUN
+
+
+RESIZED = replace(
+    ORACLE,
+    resources=(
+        OracleResource(
+            "instance",
+            VM,
+            "classic",
+            (
+                OracleInterval(T0 + H, T0 + 2 * H, "active", P, SMALL),
+                OracleInterval(T0 + 2 * H, T0 + 9 * H, "active", P, MEDIUM),
+            ),
+            faults=("lost-update",),
+        ),
+    ),
+)
+
+
+def test_a_lost_update_a_later_notification_caught_up_with_before_any_run_is_tolerated() -> None:
+    # finish_resize lost; resize.confirm (15 minutes later) carries the new flavor before any run began.
+    confirm = ev("compute.instance.resize.confirm.end", T0 + 2 * H + 15 * M, size=MEDIUM)
+    delete = ev("compute.instance.delete.end", T0 + 9 * H)
+    record = stored_record([CREATE, confirm, delete], cloud="os-sim", runs=(run("r1", T0 + 3 * H),))
+    assert only(compare(RESIZED, record, settle=NO_SETTLE))[:2] == (True, CAUGHT_UP_BEFORE_ANY_RUN)
+    # A run that could have booked it came first: off.
+    seen = stored_record([CREATE, confirm, delete], cloud="os-sim", runs=(run("r1", T0 + 2 * H + 5 * M),))
+    assert only(compare(RESIZED, seen, settle=NO_SETTLE))[:2] == (False, NOT_CORRECTED)
+    # No update was lost: the same store is a collector event dated late, and off.
+    honest = replace(RESIZED, resources=(replace(RESIZED.resources[0], faults=()),))
+    assert only(compare(honest, record, settle=NO_SETTLE))[:2] == (False, "wrong size")
+
+
+def test_a_create_correction_carries_what_the_platform_listed_to_its_run() -> None:
+    # The create.end came late; the run at 3 h found the volume already resized and booked what it listed.
+    created = T0 + H - 40 * timedelta(seconds=1)
+    fix = ev("sync.create", created, size=MEDIUM, reason="missed create", by="r1")
+    late_create = ev("compute.instance.create.end", T0 + H, size=SMALL)
+    confirm = ev("compute.instance.resize.confirm.end", T0 + 2 * H, size=MEDIUM)
+    delete = ev("compute.instance.delete.end", T0 + 9 * H)
+    platform = {("instance", VM): created}
+    events = [fix, late_create, confirm, delete]
+    record = stored_record(events, cloud="os-sim", runs=(run("r1", T0 + 3 * H),))
+    result = compare(RESIZED, record, settle=NO_SETTLE, platform_created=platform)
+    assert only(result) == (True, CREATE_AT_PLATFORM_INSTANT, fix.event.event_id, "r1")
+    # Facts the platform never listed to that run: off.
+    wrong = ev("sync.create", created, size={**SMALL, "flavor": "m1.tiny"}, reason="missed create", by="r1")
+    record = stored_record(
+        [wrong, late_create, confirm, delete], cloud="os-sim", runs=(run("r1", T0 + 3 * H),)
+    )
+    assert only(compare(RESIZED, record, settle=NO_SETTLE, platform_created=platform))[:2] == (
+        False,
+        CREATE_EARLY,
+    )
