@@ -215,6 +215,15 @@ def judge(
     run = ctx.runs_by_id.get(str(_provider(correction).get("sync_run_id")))
     if run is None:
         return Judgement(False, UNKNOWN_RUN, correction.event_id, due_run_id=due_id)
+    if (
+        kind == "delete"
+        and due is not None
+        and due.started_at < run.started_at
+        and _dated_at(correction, due.started_at)
+    ):
+        # Dated by a proof: a later run found the row, and the first run that could book it proves the
+        # resource gone (docs/reconciliation.md, "How a delete by absence is dated").
+        return Judgement(True, DELETE_BY_ABSENCE, correction.event_id, run.run_id, due_id)
     if not _dated_at(correction, run.started_at):
         return Judgement(False, NOT_AT_RUN_INSTANT, correction.event_id, run.run_id, due_id)
     if (rtype, rid) in run.deferred:

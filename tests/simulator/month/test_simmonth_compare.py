@@ -195,6 +195,18 @@ def test_a_delete_by_absence_of_the_first_run_after_the_deletion_is_tolerated() 
     assert only(judge(CREATE, POWER_OFF, gone, runs=deferred))[:2] == (False, DEFERRING_RUN)
     later = ev("sync.delete", at + H, reason="absent from a complete listing", by="r2")
     assert only(judge(CREATE, POWER_OFF, later, runs=runs))[:2] == (False, LATER_RUN)
+    # Booked by a later run and dated by proof at the first run that could: tolerated, naming both.
+    proved = ev("sync.delete", at, reason="absent from a complete listing", by="r2")
+    assert only(judge(CREATE, POWER_OFF, proved, runs=runs)) == (
+        True,
+        DELETE_BY_ABSENCE,
+        proved.event.event_id,
+        "r2",
+    )
+    # Dated at a run that deferred it, or before the first that could: off.
+    assert not judge(CREATE, POWER_OFF, proved, runs=deferred).passed
+    early = ev("sync.delete", T0 + 8 * H, reason="absent from a complete listing", by="r2")
+    assert not judge(CREATE, POWER_OFF, early, runs=runs).passed
 
 
 def test_a_reported_delete_not_at_terminated_at_is_off() -> None:
