@@ -44,22 +44,15 @@ VM = "11111111-1111-4111-8111-111111111111"
 TYPES = frozenset({"instance", "volume", "floating_ip", "image", "loadbalancer"})
 NO_SETTLE = timedelta(0)
 
-ORACLE = Oracle(
-    "os-sim",
-    1,
-    T0,
-    T1,
-    (
-        OracleResource(
-            "instance",
-            VM,
-            "classic",
-            (
-                OracleInterval(T0 + H, T0 + 5 * H, "active", P, SMALL),
-                OracleInterval(T0 + 5 * H, T0 + 9 * H, "shutoff", P, SMALL),
-            ),
-        ),
-    ),
+
+def vm_oracle(*intervals: OracleInterval, faults: tuple[str, ...] = ()) -> Oracle:
+    """A month whose oracle holds the one instance ``VM`` with these intervals."""
+    return Oracle("os-sim", 1, T0, T1, (OracleResource("instance", VM, "classic", intervals, faults=faults),))
+
+
+ORACLE = vm_oracle(
+    OracleInterval(T0 + H, T0 + 5 * H, "active", P, SMALL),
+    OracleInterval(T0 + 5 * H, T0 + 9 * H, "shutoff", P, SMALL),
 )
 
 
@@ -246,20 +239,10 @@ def test_a_create_correction_is_tolerated_at_the_platforms_creation_instant_only
 
 
 def test_a_lost_update_undone_before_any_run_could_see_it_is_tolerated() -> None:
-    oracle = replace(
-        ORACLE,
-        resources=(
-            OracleResource(
-                "instance",
-                VM,
-                "classic",
-                (
-                    OracleInterval(T0 + H, T0 + 5 * H, "active", P, SMALL),
-                    OracleInterval(T0 + 5 * H, T0 + 5 * H + 20 * M, "shutoff", P, SMALL),
-                    OracleInterval(T0 + 5 * H + 20 * M, T0 + 9 * H, "active", P, SMALL),
-                ),
-            ),
-        ),
+    oracle = vm_oracle(
+        OracleInterval(T0 + H, T0 + 5 * H, "active", P, SMALL),
+        OracleInterval(T0 + 5 * H, T0 + 5 * H + 20 * M, "shutoff", P, SMALL),
+        OracleInterval(T0 + 5 * H + 20 * M, T0 + 9 * H, "active", P, SMALL),
     )
     power_on = ev("compute.instance.power_on.end", T0 + 5 * H + 20 * M)
     record = stored_record([CREATE, power_on, DELETE], cloud="os-sim", runs=(run("r1", T0 + 6 * H),))
@@ -347,23 +330,10 @@ def test_a_correction_the_rows_newest_event_forced_past_its_runs_instant_is_tole
 def test_two_unbooked_changes_before_one_run_are_tolerated_until_its_update() -> None:
     # Neither change booked by a notification (a volume offered for transfer, then accepted with the
     # accept lost): the store stays on the facts before both until the first run that could book it.
-    two = Oracle(
-        "os-sim",
-        1,
-        T0,
-        T1,
-        (
-            OracleResource(
-                "instance",
-                VM,
-                "classic",
-                (
-                    OracleInterval(T0 + H, T0 + 5 * H, "active", P, SMALL),
-                    OracleInterval(T0 + 5 * H, T0 + 5 * H + 20 * M, "paused", P, SMALL),
-                    OracleInterval(T0 + 5 * H + 20 * M, T0 + 9 * H, "shutoff", P, SMALL),
-                ),
-            ),
-        ),
+    two = vm_oracle(
+        OracleInterval(T0 + H, T0 + 5 * H, "active", P, SMALL),
+        OracleInterval(T0 + 5 * H, T0 + 5 * H + 20 * M, "paused", P, SMALL),
+        OracleInterval(T0 + 5 * H + 20 * M, T0 + 9 * H, "shutoff", P, SMALL),
     )
     runs = (run("r0", T0 + 2 * H), run("r1", T0 + 6 * H), run("r2", T0 + 7 * H))
     fix = ev("sync.update", T0 + 6 * H, state="shutoff", size=SMALL, reason="drift", by="r1")
@@ -375,20 +345,10 @@ def test_two_unbooked_changes_before_one_run_are_tolerated_until_its_update() ->
     assert not result.passed and result.resources[0].differences[-1].cause == LATER_RUN
 
 
-RESIZED = replace(
-    ORACLE,
-    resources=(
-        OracleResource(
-            "instance",
-            VM,
-            "classic",
-            (
-                OracleInterval(T0 + H, T0 + 2 * H, "active", P, SMALL),
-                OracleInterval(T0 + 2 * H, T0 + 9 * H, "active", P, MEDIUM),
-            ),
-            faults=("lost-update",),
-        ),
-    ),
+RESIZED = vm_oracle(
+    OracleInterval(T0 + H, T0 + 2 * H, "active", P, SMALL),
+    OracleInterval(T0 + 2 * H, T0 + 9 * H, "active", P, MEDIUM),
+    faults=("lost-update",),
 )
 
 
@@ -402,7 +362,7 @@ def test_a_lost_update_a_later_notification_caught_up_with_before_any_run_is_tol
     seen = stored_record([CREATE, confirm, delete], cloud="os-sim", runs=(run("r1", T0 + 2 * H + 5 * M),))
     assert only(compare(RESIZED, seen, settle=NO_SETTLE))[:2] == (False, NOT_CORRECTED)
     # No update was lost: the same store is a collector event dated late, and off.
-    honest = replace(RESIZED, resources=(replace(RESIZED.resources[0], faults=()),))
+    honest = vm_oracle(*RESIZED.resources[0].intervals)
     assert only(compare(honest, record, settle=NO_SETTLE))[:2] == (False, "wrong size")
 
 
