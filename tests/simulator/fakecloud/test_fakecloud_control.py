@@ -83,3 +83,30 @@ async def test_healthz_and_metrics(fake: Fake) -> None:
     assert metrics.count("openstack_nova_server_status{") == 3
     assert "openstack_loadbalancer_total_loadbalancers 2.0" in metrics
     assert "openstack_glance_images 4.0" in metrics
+
+
+async def test_a_pinned_instant_answers_every_listing_while_the_clock_runs_on() -> None:
+    world = small_world()
+    clock = VirtualClock(T0 + timedelta(hours=2, minutes=30))
+    async with await serve(world, clock) as fake:
+        token = await fake.token()
+        with fake.state.answering_at(T0 + timedelta(hours=2, minutes=30)):
+            clock.set(T0 + timedelta(hours=200))  # the month moves on while the sync lists
+            servers = (await fake.get("/compute/v2.1/servers/detail?all_tenants=1", token)).json()
+            assert {s["name"] for s in servers["servers"]} == {"alpha-web", "beta-db"}
+            beta = next(s for s in servers["servers"] if s["name"] == "beta-db")
+            assert beta["status"] == "ACTIVE"  # it is shut off at hour 5, after the pinned instant
+            gone = await fake.get("/compute/v2.1/servers/detail?all_tenants=1&deleted=true", token)
+            assert gone.json()["servers"] == []  # alpha-gone is deleted at hour 100
+        after = (await fake.get("/compute/v2.1/servers/detail?all_tenants=1", token)).json()["servers"]
+        assert {s["name"] for s in after} == {"alpha-web", "beta-db"}
+        assert next(s for s in after if s["name"] == "beta-db")["status"] == "SHUTOFF"
+        deleted = await fake.get("/compute/v2.1/servers/detail?all_tenants=1&deleted=true", token)
+        assert [s["name"] for s in deleted.json()["servers"]] == ["alpha-gone"]
+
+
+async def test_the_inventory_metrics_read_the_pinned_instant(fake: Fake) -> None:
+    with fake.state.answering_at(T0):
+        text = (await fake.client.get(f"{fake.url}/metrics")).text
+    assert "openstack_nova_total_vms 0.0" in text
+    assert "openstack_nova_total_vms 0.0" not in (await fake.client.get(f"{fake.url}/metrics")).text

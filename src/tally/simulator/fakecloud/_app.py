@@ -4,15 +4,18 @@ Every service request passes the same gate, in the order a real deployment appli
 (a service that is down answers 503, a slow one waits), then keystonemiddleware (a missing or
 unknown token is 401; a restricted application credential is 401 on a service whose
 keystone_authtoken has no service_type, and on any request none of its access rules names), then
-the service itself, which reads the world at ``min(virtual_now, period_to)``.
+the service itself, which reads the world at ``min(virtual_now, period_to)``, or at the instant a
+caller pinned (:meth:`FakeCloudState.answering_at`): every listing of one told sync then answers from
+the same instant, however much virtual time the sync's requests take.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
@@ -58,6 +61,24 @@ class FakeCloudState:
     accounts: Accounts
     progress: PublishProgress
     page_counters: dict[str, int] = field(default_factory=dict)
+    pinned: datetime | None = None
+
+    def answer_instant(self) -> datetime:
+        """Where the services read the world: the pinned instant, else the clock's, within the period."""
+        return self.world.answer_instant(self.pinned if self.pinned is not None else self.clock.now())
+
+    @contextlib.contextmanager
+    def answering_at(self, instant: datetime) -> Iterator[None]:
+        """Answer every listing at ``instant`` until the block ends, while the clock runs on.
+
+        A real cloud changes little in the seconds a sync's listings take; at factor 744 those seconds
+        are minutes of the month, so a told sync pins the world at its instant for the whole run.
+        """
+        self.pinned = instant
+        try:
+            yield
+        finally:
+            self.pinned = None
 
 
 def _service_of(path: str) -> str:
@@ -110,7 +131,7 @@ def create_fake_cloud_app(
     app = Quart(__name__)
     app.config["FAKE_CLOUD"] = state
     registry = CollectorRegistry(auto_describe=True)
-    registry.register(InventoryCollector(world, lambda: world.answer_instant(clock.now())))
+    registry.register(InventoryCollector(world, state.answer_instant))
 
     @app.after_request
     async def _count(response: Response) -> Response:
@@ -150,7 +171,7 @@ def create_fake_cloud_app(
     def ctx(token: Token) -> Ctx:
         return Ctx(
             world=world,
-            instant=world.answer_instant(clock.now()),
+            instant=state.answer_instant(),
             skew=timedelta(seconds=faults.clock_ahead_s),
             token=token,
             base_url=_base_url(),
