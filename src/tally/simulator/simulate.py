@@ -538,7 +538,9 @@ async def _lockstep(
     changes = change_instants(month)
     last_completed: datetime | None = None
     accepted_then = 0
-    at = month.period_from + options.sync_interval
+    # The first sync at the month's start, as the daemon syncs each cloud when it starts: the month's
+    # deployment began there, and whatever the cloud held before is booked from what it held then.
+    at = month.period_from
     while at < month.period_to:
         # Both modes drain at the same instants, so the store holds the same deliveries at each.
         if await publisher.publish_until(at):
@@ -578,7 +580,7 @@ async def _paced(
     # it out of the store until the sync has read the rows. What the outbox has not delivered by then
     # is the lag seed 002 names, which the sync corrects.
     clock.rebase(options.factor)
-    at = month.period_from + options.sync_interval
+    at = month.period_from
     gate.hold_after(at)
     try:
         async with anyio.create_task_group() as tg:

@@ -42,8 +42,9 @@ async def test_a_paced_small_month_syncs_at_lockstep_instants_and_only_the_outbo
     )
     result = await simulate(options)
     assert result.progress.failed_syncs == 0
-    # One sync on every hour of the two days but the last, then the closing one at period_to.
-    assert result.progress.syncs == 48
+    # One sync on every hour of the two days from their start (the deployment's first sync), then the
+    # closing one at period_to.
+    assert result.progress.syncs == 49
     assert result.progress.virtual_now == result.month.period_to
     assert result.progress.published == result.progress.total
     off = [r for r in result.comparison.resources if not r.tolerated]
