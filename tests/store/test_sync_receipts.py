@@ -88,3 +88,25 @@ async def test_sync_receipts_of_many_keys_read_in_chunks(store: Store, make_even
     assert receipts.keys() == set(keys)
     assert {r.first_received_at for r in receipts.values()} == {hours(1)}
     assert all(not r.sync_run_ids for r in receipts.values())
+
+
+async def test_late_keys_name_the_keys_received_after_an_instant_and_dated_before_another(
+    store: Store, make_event: Any
+) -> None:
+    await store.write_batch(
+        [make_event(resource_id="vm-early", at="2026-07-01T01:00:00Z")], received_at=hours(1)
+    )
+    late = [
+        make_event(resource_id="vm-late", at="2026-07-01T02:00:00Z"),
+        make_event(resource_id="vm-late", at="2026-07-01T03:00:00Z"),
+        make_event(resource_id="vm-future", at="2026-07-01T09:00:00Z"),
+        make_event(resource_id="vm-other", cloud="os-other", at="2026-07-01T02:00:00Z"),
+        make_event(resource_id="vol-late", resource_type="volume", at="2026-07-01T02:00:00Z"),
+    ]
+    await store.write_batch(late, received_at=hours(8))
+    keys = await store.late_keys("os-dev", hours(1), hours(5))
+    assert keys == [
+        ResourceKey("os-dev", "instance", "vm-late"),
+        ResourceKey("os-dev", "volume", "vol-late"),
+    ]
+    assert await store.late_keys("os-dev", hours(8), hours(5)) == []

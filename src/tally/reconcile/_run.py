@@ -32,13 +32,13 @@ import anyio
 
 from tally.actors import Budget, BudgetExceeded
 from tally.config import CloudEntry
-from tally.core import ResourceKey, format_instant, parse_instant, utc_now
+from tally.core import ONE_MICROSECOND, ResourceKey, StoredEvent, format_instant, parse_instant, utc_now
 from tally.store import SizeName, SyncLockHeld, SyncReceipts, SyncRow
 
 from . import _metrics
 from ._adapter import Adapter, ObserveRequest, Progress
 from ._booking import IngestsEvents, book
-from ._diff import date_absence_deletes, diff
+from ._diff import date_absence_deletes, diff, restore_vouched_facts
 from ._errors import RunAborted, SizeNamesFailed
 from ._model import Deferral, DeferredCorrection, EarlierRun, Kind, Plan, Reason, SyncOutcome
 from ._model import Status as RunStatus
@@ -64,6 +64,10 @@ class SyncStore(Protocol):
     ) -> list[dict[str, Any]]: ...
     async def newest_receipt(self) -> datetime | None: ...
     async def sync_receipts(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, SyncReceipts]: ...
+    async def late_keys(
+        self, cloud: str, received_after: datetime, dated_before: datetime
+    ) -> list[ResourceKey]: ...
+    async def lifecycle_events(self, key: ResourceKey) -> list[StoredEvent]: ...
     def sync_lock(self, cloud: str) -> Any: ...
 
 
@@ -280,6 +284,8 @@ async def _decide(
     plan = diff(observation, rows, poll_at=poll_at, settle_s=settings.settle_s)
     progress.phase = "dating the deletes by absence"
     plan = await _date_absence_deletes(store, cloud, plan, rows, poll_at, settings.settle_s)
+    progress.phase = "restoring what earlier runs vouched for"
+    plan = await _restore_vouched(store, cloud, plan, bound, poll_at)
     stats.deferred_corrections.extend(plan.deferred_corrections)
     stats.complete_types = sorted(observation.complete_types)
     for reason, count in plan.deferred.items():
@@ -307,6 +313,32 @@ async def _date_absence_deletes(
     runs = await _runs_until_held(store, cloud, min(anchors), poll_at, receipts)
     first = {(k.resource_type, k.resource_id): r.first_received_at for k, r in receipts.items()}
     return date_absence_deletes(plan, by_key, first, runs, poll_at=poll_at, settle_s=settle_s)
+
+
+async def _restore_vouched(
+    store: SyncStore, cloud: str, plan: Plan, bound: datetime | None, poll_at: datetime
+) -> Plan:
+    """Read the record a restore of vouched facts is decided from: only the keys with an event received
+    after the previous completed run read the rows and dated before that run, their histories, and the
+    runs since the oldest such event. The previous run looked at everything received before it."""
+    if bound is None:
+        return plan
+    previous = [
+        r
+        for r in await store.sync_runs_between(cloud, bound - ONE_MICROSECOND, poll_at, limit=RUNS_PAGE)
+        if r["started_at"] == bound and r["status"] == "completed"
+    ]
+    through = (previous[0].get("stats") or {}).get("rows_read_through") if previous else None
+    if not isinstance(through, str):
+        return plan
+    read_at = parse_instant(through)
+    keys = await store.late_keys(cloud, read_at, bound)
+    if not keys:
+        return plan
+    histories = {(k.resource_type, k.resource_id): await store.lifecycle_events(k) for k in keys}
+    oldest = min(e.event.timestamp for h in histories.values() for e in h if e.received_at > read_at)
+    records = await store.sync_runs_between(cloud, oldest, poll_at)
+    return restore_vouched_facts(plan, histories, earlier_runs(records, {}), poll_at=poll_at)
 
 
 async def _runs_until_held(
@@ -360,6 +392,8 @@ def earlier_runs(
                 corrected=frozenset(deferred | booked.get(str(record["id"]), set())),
                 # A value that is neither an instant nor null is no record of what the run held.
                 rows_recorded="rows_read_through" in stats and (through is None or isinstance(through, str)),
+                run_id=str(record["id"]),
+                deferred=frozenset(deferred),
             )
         )
     return runs

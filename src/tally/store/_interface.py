@@ -552,6 +552,13 @@ class Store(Protocol):
         each of its reconciliation events."""
         ...
 
+    async def late_keys(
+        self, cloud: str, received_after: datetime, dated_before: datetime
+    ) -> list[ResourceKey]:
+        """The keys of ``cloud`` with an event received after ``received_after`` and dated before
+        ``dated_before``, in key order: the events a run read too early to see."""
+        ...
+
     def sync_lock(self, cloud: str) -> AbstractAsyncContextManager[None]:
         """Hold the per-cloud sync lock for the block; raises ``SyncLockHeld`` at entry when another holder
         has it. PostgreSQL: a session advisory lock on a dedicated connection, keyed by a number of the

@@ -1308,6 +1308,18 @@ class SqlStore(ABC):
                         runs[key].add(provider["sync_run_id"])
         return {key: SyncReceipts(at, frozenset(runs.get(key, ()))) for key, at in first.items()}
 
+    async def late_keys(
+        self, cloud: str, received_after: datetime, dated_before: datetime
+    ) -> list[ResourceKey]:
+        # events_received_idx bounds the scan to what arrived since ``received_after``.
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                "SELECT DISTINCT resource_type, resource_id FROM events WHERE received_at > ? "
+                "AND cloud = ? AND timestamp < ? ORDER BY resource_type, resource_id",
+                [self.ts(received_after), cloud, self.ts(dated_before)],
+            )
+        return [ResourceKey(cloud, t, i) for t, i in recs]
+
     def _sync_run(self, r: Sequence[Any]) -> dict[str, Any]:
         return {
             "id": str(r[0]),
