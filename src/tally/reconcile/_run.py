@@ -11,7 +11,9 @@ The order of work, and why:
    event delivered in between is then in the rows, and the recent rule covers it.
    Once the rows are read the run records the store's newest event receipt, so a
    later run can tell which rows this one held; the deletes by absence are then
-   dated from the record of the earlier runs (``absence_delete_instant``).
+   dated from the record of the earlier runs (``absence_delete_instant``), and a late
+   event behind an earlier run that vouched for a row is corrected back to what that
+   run listed (``vouched_restore``).
 5. Record the row: completed when no error was recorded, else failed. A run
    cancelled from outside (the client went away, shutdown) is recorded failed
    under a shield and the cancellation goes on.
