@@ -110,3 +110,13 @@ async def test_late_keys_name_the_keys_received_after_an_instant_and_dated_befor
         ResourceKey("os-dev", "volume", "vol-late"),
     ]
     assert await store.late_keys("os-dev", hours(8), hours(5)) == []
+    but_updates = await store.late_keys(
+        "os-dev", hours(1), hours(5), except_types=["compute.instance.update"]
+    )
+    assert but_updates == []
+    await store.write_batch(
+        [make_event("compute.instance.create.end", resource_id="vm-made", at="2026-07-01T02:00:00Z")],
+        received_at=hours(9),
+    )
+    made = await store.late_keys("os-dev", hours(1), hours(5), except_types=["compute.instance.update"])
+    assert made == [ResourceKey("os-dev", "instance", "vm-made")]

@@ -49,6 +49,7 @@ from ._rules import cap_errors, deleted_servers_window, held_no_row
 log = logging.getLogger(__name__)
 
 RUNS_PAGE = 50
+LATE_EXCEPT = ("sync.create", "sync.delete")
 
 
 class SyncStore(Protocol):
@@ -67,7 +68,12 @@ class SyncStore(Protocol):
     async def newest_receipt(self) -> datetime | None: ...
     async def sync_receipts(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, SyncReceipts]: ...
     async def late_keys(
-        self, cloud: str, received_after: datetime, dated_before: datetime
+        self,
+        cloud: str,
+        received_after: datetime,
+        dated_before: datetime,
+        *,
+        except_types: Sequence[str] = (),
     ) -> list[ResourceKey]: ...
     async def lifecycle_events(self, key: ResourceKey) -> list[StoredEvent]: ...
     def sync_lock(self, cloud: str) -> Any: ...
@@ -334,7 +340,11 @@ async def _restore_vouched(
     if not isinstance(through, str):
         return plan
     read_at = parse_instant(through)
-    keys = await store.late_keys(cloud, read_at, bound)
+    # A run's creates dated behind it (at the platform's instant) and its deletes by absence dated at an
+    # earlier run are late to the runs before it, but no run that held the row vouches otherwise (it
+    # would have booked or deferred them itself), and a delete is never undone: leaving them out keeps
+    # a first run's whole cloud of creates from costing the next run a history read each.
+    keys = await store.late_keys(cloud, read_at, bound, except_types=LATE_EXCEPT)
     if not keys:
         return plan
     histories = {(k.resource_type, k.resource_id): await store.lifecycle_events(k) for k in keys}

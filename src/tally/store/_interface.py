@@ -553,10 +553,16 @@ class Store(Protocol):
         ...
 
     async def late_keys(
-        self, cloud: str, received_after: datetime, dated_before: datetime
+        self,
+        cloud: str,
+        received_after: datetime,
+        dated_before: datetime,
+        *,
+        except_types: Sequence[str] = (),
     ) -> list[ResourceKey]:
         """The keys of ``cloud`` with an event received after ``received_after`` and dated before
-        ``dated_before``, in key order: the events a run read too early to see."""
+        ``dated_before`` whose type is not one of ``except_types``, in key order: the events a run read
+        too early to see."""
         ...
 
     def sync_lock(self, cloud: str) -> AbstractAsyncContextManager[None]:

@@ -1309,14 +1309,21 @@ class SqlStore(ABC):
         return {key: SyncReceipts(at, frozenset(runs.get(key, ()))) for key, at in first.items()}
 
     async def late_keys(
-        self, cloud: str, received_after: datetime, dated_before: datetime
+        self,
+        cloud: str,
+        received_after: datetime,
+        dated_before: datetime,
+        *,
+        except_types: Sequence[str] = (),
     ) -> list[ResourceKey]:
         # events_received_idx bounds the scan to what arrived since ``received_after``.
+        excluded = sorted(set(except_types))
+        not_in = f" AND event_type NOT IN ({', '.join('?' for _ in excluded)})" if excluded else ""
         async with self._tx() as tx:
             recs = await tx.fetchall(
                 "SELECT DISTINCT resource_type, resource_id FROM events WHERE received_at > ? "
-                "AND cloud = ? AND timestamp < ? ORDER BY resource_type, resource_id",
-                [self.ts(received_after), cloud, self.ts(dated_before)],
+                f"AND cloud = ? AND timestamp < ?{not_in} ORDER BY resource_type, resource_id",
+                [self.ts(received_after), cloud, self.ts(dated_before), *excluded],
             )
         return [ResourceKey(cloud, t, i) for t, i in recs]
 
