@@ -120,3 +120,21 @@ async def test_late_keys_name_the_keys_received_after_an_instant_and_dated_befor
     )
     made = await store.late_keys("os-dev", hours(1), hours(5), except_types=["compute.instance.update"])
     assert made == [ResourceKey("os-dev", "instance", "vm-made")]
+
+
+async def test_histories_give_every_event_of_each_key_in_fold_order(store: Store, make_event: Any) -> None:
+    later = make_event(resource_id="vm-1", at="2026-07-01T03:00:00Z")
+    earlier = make_event("compute.instance.create.end", resource_id="vm-1", at="2026-07-01T01:00:00Z")
+    other = make_event(resource_id="vm-2", at="2026-07-01T02:00:00Z")
+    await store.write_batch([later, other], received_at=hours(1))
+    await store.write_batch([earlier], received_at=hours(2))
+    many = [make_event(resource_id=f"vm-x{n:03d}") for n in range(250)]
+    await store.write_batch(many, received_at=hours(3))
+    one, two, missing = (ResourceKey("os-dev", "instance", i) for i in ("vm-1", "vm-2", "vm-9"))
+    keys = [one, two, missing, one, *(e.key for e in many)]
+    histories = await store.histories(keys)
+    assert [s.event.event_id for s in histories[one]] == [earlier.event_id, later.event_id]
+    assert [s.received_at for s in histories[one]] == [hours(2), hours(1)]
+    assert [s.event.event_id for s in histories[two]] == [other.event_id]
+    assert missing not in histories and len(histories) == 252
+    assert histories[one] == await store.lifecycle_events(one)

@@ -75,7 +75,7 @@ class SyncStore(Protocol):
         *,
         except_types: Sequence[str] = (),
     ) -> list[ResourceKey]: ...
-    async def lifecycle_events(self, key: ResourceKey) -> list[StoredEvent]: ...
+    async def histories(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, list[StoredEvent]]: ...
     def sync_lock(self, cloud: str) -> Any: ...
 
 
@@ -347,7 +347,7 @@ async def _restore_vouched(
     keys = await store.late_keys(cloud, read_at, bound, except_types=LATE_EXCEPT)
     if not keys:
         return plan
-    histories = {(k.resource_type, k.resource_id): await store.lifecycle_events(k) for k in keys}
+    histories = {(k.resource_type, k.resource_id): h for k, h in (await store.histories(keys)).items()}
     oldest = min(e.event.timestamp for h in histories.values() for e in h if e.received_at > read_at)
     records = await store.sync_runs_between(cloud, oldest, poll_at)
     return restore_vouched_facts(plan, histories, earlier_runs(records, {}), poll_at=poll_at)

@@ -343,6 +343,11 @@ class Store(Protocol):
         """Every event of one resource in fold order (what ``tally.core.lifecycle`` folds)."""
         ...
 
+    async def histories(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, list[StoredEvent]]:
+        """Every event of each key that has any, in fold order: ``lifecycle_events`` of many keys in a
+        few reads."""
+        ...
+
     async def event_stats(
         self,
         group_by: Sequence[str],

@@ -34,6 +34,7 @@ from tally.core import (
     as_utc,
     needs_replay,
     project,
+    sorted_events,
     utc_now,
 )
 
@@ -688,6 +689,12 @@ class SqlStore(ABC):
 
     async def lifecycle_events(self, key: ResourceKey) -> list[StoredEvent]:
         return await self.resource_history(key)
+
+    async def histories(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, list[StoredEvent]]:
+        ordered = sorted(set(keys), key=key_order)
+        async with self._tx() as tx:
+            loaded = await self._load_histories(tx, ordered)
+        return {key: sorted_events(loaded[key]) for key in ordered if key in loaded}
 
     async def event_stats(
         self,
