@@ -152,7 +152,13 @@ def test_earlier_runs_read_the_sync_runs_rows() -> None:
     booked = {ResourceKey("c", "volume", "vol-3"): SyncReceipts(h(1), frozenset({"run-1"}))}
     first, second, third = earlier_runs(records, booked)
     assert first == EarlierRun(
-        h(1), True, frozenset({"volume"}), h(2), frozenset({("volume", "vol-2"), ("volume", "vol-3")})
+        h(1),
+        True,
+        frozenset({"volume"}),
+        h(2),
+        frozenset({("volume", "vol-2"), ("volume", "vol-3")}),
+        run_id="run-1",
+        deferred=frozenset({("volume", "vol-2")}),
     )
     assert not second.completed and not second.rows_recorded and second.complete_types == frozenset()
     assert not third.completed and not third.rows_recorded

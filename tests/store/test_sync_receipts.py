@@ -88,3 +88,53 @@ async def test_sync_receipts_of_many_keys_read_in_chunks(store: Store, make_even
     assert receipts.keys() == set(keys)
     assert {r.first_received_at for r in receipts.values()} == {hours(1)}
     assert all(not r.sync_run_ids for r in receipts.values())
+
+
+async def test_late_keys_name_the_keys_received_after_an_instant_and_dated_before_another(
+    store: Store, make_event: Any
+) -> None:
+    await store.write_batch(
+        [make_event(resource_id="vm-early", at="2026-07-01T01:00:00Z")], received_at=hours(1)
+    )
+    late = [
+        make_event(resource_id="vm-late", at="2026-07-01T02:00:00Z"),
+        make_event(resource_id="vm-late", at="2026-07-01T03:00:00Z"),
+        make_event(resource_id="vm-future", at="2026-07-01T09:00:00Z"),
+        make_event(resource_id="vm-other", cloud="os-other", at="2026-07-01T02:00:00Z"),
+        make_event(resource_id="vol-late", resource_type="volume", at="2026-07-01T02:00:00Z"),
+    ]
+    await store.write_batch(late, received_at=hours(8))
+    keys = await store.late_keys("os-dev", hours(1), hours(5))
+    assert keys == [
+        ResourceKey("os-dev", "instance", "vm-late"),
+        ResourceKey("os-dev", "volume", "vol-late"),
+    ]
+    assert await store.late_keys("os-dev", hours(8), hours(5)) == []
+    but_updates = await store.late_keys(
+        "os-dev", hours(1), hours(5), except_types=["compute.instance.update"]
+    )
+    assert but_updates == []
+    await store.write_batch(
+        [make_event("compute.instance.create.end", resource_id="vm-made", at="2026-07-01T02:00:00Z")],
+        received_at=hours(9),
+    )
+    made = await store.late_keys("os-dev", hours(1), hours(5), except_types=["compute.instance.update"])
+    assert made == [ResourceKey("os-dev", "instance", "vm-made")]
+
+
+async def test_histories_give_every_event_of_each_key_in_fold_order(store: Store, make_event: Any) -> None:
+    later = make_event(resource_id="vm-1", at="2026-07-01T03:00:00Z")
+    earlier = make_event("compute.instance.create.end", resource_id="vm-1", at="2026-07-01T01:00:00Z")
+    other = make_event(resource_id="vm-2", at="2026-07-01T02:00:00Z")
+    await store.write_batch([later, other], received_at=hours(1))
+    await store.write_batch([earlier], received_at=hours(2))
+    many = [make_event(resource_id=f"vm-x{n:03d}") for n in range(250)]
+    await store.write_batch(many, received_at=hours(3))
+    one, two, missing = (ResourceKey("os-dev", "instance", i) for i in ("vm-1", "vm-2", "vm-9"))
+    keys = [one, two, missing, one, *(e.key for e in many)]
+    histories = await store.histories(keys)
+    assert [s.event.event_id for s in histories[one]] == [earlier.event_id, later.event_id]
+    assert [s.received_at for s in histories[one]] == [hours(2), hours(1)]
+    assert [s.event.event_id for s in histories[two]] == [other.event_id]
+    assert missing not in histories and len(histories) == 252
+    assert histories[one] == await store.lifecycle_events(one)

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from tally.core import ResourceRow
+from tally.core import ResourceRow, StoredEvent
 from tally.store import SyncRow
 
 from ._model import (
@@ -46,6 +46,7 @@ from ._rules import (
     poll_instant,
     reported_delete_instant,
     reported_within_run,
+    vouched_restore,
     whole_life_start,
 )
 
@@ -266,4 +267,51 @@ def date_absence_deletes(
             at, requested = _dated(proven, row)
             correction = dataclasses.replace(correction, timestamp=at, requested_at=requested)
         corrections.append(correction)
+    return dataclasses.replace(plan, corrections=tuple(corrections))
+
+
+_KIND_ORDER = {Kind.CREATE: 0, Kind.UPDATE: 1, Kind.DELETE: 2}
+
+
+def restore_vouched_facts(
+    plan: Plan,
+    histories: Mapping[Key, Sequence[StoredEvent]],
+    runs: Sequence[EarlierRun],
+    *,
+    poll_at: datetime,
+) -> Plan:
+    """``plan`` with, per key of ``histories`` a late event made depart from what an earlier run vouched
+    for (``vouched_restore``), a drift update dated at that run's poll restoring its row.
+
+    The restore takes the place of this run's own drift update of the key, if any (one update per run
+    and key): that drift is level-based, so the next run finds it again where it still holds, while
+    the departure is found only by the runs after the late event arrived. ``histories`` need only hold
+    the keys with a late event, and ``runs`` the cloud's runs since the oldest of those events."""
+    restores: dict[Key, Correction] = {}
+    for key, history in histories.items():
+        found = vouched_restore(key, history, runs, poll_at)
+        if found is None:
+            continue
+        row = found.row
+        restores[key] = Correction(
+            Kind.UPDATE,
+            Reason.DRIFT,
+            key[0],
+            key[1],
+            row.project_id,
+            found.at,
+            state=row.state,
+            size=dict(row.size) if "size" in found.changes else None,
+            changes=found.changes,
+        )
+    if not restores:
+        return plan
+    kept = [
+        c
+        for c in plan.corrections
+        if not (c.kind is Kind.UPDATE and (c.resource_type, c.resource_id) in restores)
+    ]
+    corrections = sorted(
+        [*kept, *restores.values()], key=lambda c: (c.resource_type, c.resource_id, _KIND_ORDER[c.kind])
+    )
     return dataclasses.replace(plan, corrections=tuple(corrections))

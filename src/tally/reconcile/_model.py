@@ -169,7 +169,8 @@ class DeferredCorrection:
 
 @dataclass(frozen=True, slots=True)
 class EarlierRun:
-    """One earlier run of a cloud as its sync_runs row records it, for dating a delete by absence.
+    """One earlier run of a cloud as its sync_runs row records it, for dating a delete by absence and
+    for telling what it vouched for.
 
     ``rows_through`` is the newest event receipt the store held once the run had read the projection
     (None: the store held no event then); ``rows_recorded`` is False for a run that recorded none (it
@@ -183,6 +184,10 @@ class EarlierRun:
     rows_through: datetime | None
     corrected: frozenset[tuple[str, str]]
     rows_recorded: bool = True
+    # The run's id (what its corrections name in ``payload.provider.sync_run_id``) and the keys it
+    # deferred a correction for: what tells whether it vouched for a row.
+    run_id: str = ""
+    deferred: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

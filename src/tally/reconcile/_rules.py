@@ -1,5 +1,5 @@
 """The reconciliation's rules, one pure function each (seed 000, "What a run defers" and
-"The instants a missed delete is booked at").
+"The instants a missed delete is booked at"; beyond it, what an earlier run vouched for).
 
 Each function here is named after the rule it decides and has a test of the same
 name; the diff only composes them. Nothing in this module reads a clock: the
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from tally.core import ONE_MICROSECOND
+from tally.core import ONE_MICROSECOND, Category, ResourceRow, StoredEvent, project
 
 from ._model import Deferral, DeletedResource, EarlierRun, ObservedResource, ProjectionRow
 
@@ -217,6 +217,111 @@ def absence_delete_instant(
         ):
             return run.started_at
     return poll_at
+
+
+def _booked_by(stored: StoredEvent, run_id: str) -> bool:
+    provider = stored.event.payload.get("provider")
+    return isinstance(provider, Mapping) and provider.get("sync_run_id") == run_id
+
+
+def _read_by(run: EarlierRun, stored: StoredEvent) -> bool:
+    return run.rows_through is not None and stored.received_at <= run.rows_through
+
+
+def arrived_behind(run: EarlierRun, history: Sequence[StoredEvent]) -> bool:
+    """Whether an event of the history reached the store after ``run`` read the rows (and is not the
+    run's own booking) but is dated before the run's instant: the run compared a row without it."""
+    return run.rows_recorded and any(
+        not _read_by(run, e) and not _booked_by(e, run.run_id) and e.event.timestamp < run.started_at
+        for e in history
+    )
+
+
+def vouched_row(key: tuple[str, str], run: EarlierRun, history: Sequence[StoredEvent]) -> ResourceRow | None:
+    """The row ``run`` vouched for at its instant, or None when it vouched for none.
+
+    A run vouches for a key when it completed, listed the key's type to the end, recorded which rows it
+    read, deferred no correction for the key and booked no delete of it, and held a live row (the events
+    it read, with its own bookings) whose every event is dated by its instant, and booked no restore in
+    place of its own drift update. Such a run met the row in
+    its listing (a live row a complete listing does not name gets a delete by absence, booked or
+    deferred) and either found no drift or booked it away: the row after its bookings showed what the
+    platform listed at its instant. A row with an event dated after the instant was compared at facts
+    newer than the instant, so it vouches for nothing there.
+    """
+    if not (run.completed and run.rows_recorded and key[0] in run.complete_types) or key in run.deferred:
+        return None
+    own = [e for e in history if _booked_by(e, run.run_id)]
+    # A delete means the listing did not name it; an update dated before the run's instant is a restore
+    # booked in place of the run's own drift update, so its row need not show what it listed.
+    if any(
+        e.event.category is Category.DELETE
+        or (e.event.category is Category.UPDATE and e.event.timestamp < run.started_at)
+        for e in own
+    ):
+        return None
+    known = [e for e in history if _read_by(run, e) or _booked_by(e, run.run_id)]
+    if any(e.event.timestamp > run.started_at for e in known):
+        return None
+    row = project(known)
+    return row if row is not None and row.is_live else None
+
+
+def folded_at(history: Sequence[StoredEvent], instant: datetime) -> ResourceRow | None:
+    """The row the whole history folds to at ``instant``: every event dated by it, however late it came."""
+    return project(e for e in history if e.event.timestamp <= instant)
+
+
+def vouched_changes(vouched: ProjectionRow, folded: ProjectionRow) -> dict[str, dict[str, Any]]:
+    """The members in which the folded record departs from what a run vouched for, each with the
+    folded value as old and the vouched one as new (state and project as text, size as JSON)."""
+    changes: dict[str, dict[str, Any]] = {}
+    if vouched.state != folded.state:
+        changes["state"] = {"old": folded.state, "new": vouched.state}
+    if vouched.project_id != folded.project_id:
+        changes["project_id"] = {"old": folded.project_id, "new": vouched.project_id}
+    if not _json_equal(vouched.size or {}, folded.size or {}):
+        changes["size"] = {"old": dict(folded.size or {}), "new": dict(vouched.size or {})}
+    return changes
+
+
+@dataclass(frozen=True, slots=True)
+class VouchedRestore:
+    """The update that puts back what an earlier run vouched for: at that run's instant, its row."""
+
+    at: datetime
+    row: ResourceRow
+    changes: Mapping[str, Mapping[str, Any]]
+
+
+def vouched_restore(
+    key: tuple[str, str], history: Sequence[StoredEvent], runs: Sequence[EarlierRun], poll_at: datetime
+) -> VouchedRestore | None:
+    """The restore a late event calls for, at the earliest run it departs from, or None (beyond the
+    reference, which never looks back).
+
+    A run before ``poll_at`` calls for one when an event it did not see is dated before its instant
+    (``arrived_behind``), it vouched for the key (``vouched_row``), and the whole history, late event
+    included, folds to other facts at its instant while the resource was live (a late delete is not
+    undone). The restore is the update that run would have booked had the event been there, dated at
+    its poll. One per run and key: a later departure is left to the next run, which finds it the same
+    way (this run's restore is itself an event behind the runs after it).
+    """
+    for run in sorted(runs, key=lambda r: r.started_at):
+        if run.started_at >= poll_at:
+            break
+        if not arrived_behind(run, history):
+            continue
+        vouched = vouched_row(key, run, history)
+        if vouched is None:
+            continue
+        folded = folded_at(history, run.started_at)
+        if folded is None or not folded.is_live:
+            continue
+        changes = vouched_changes(vouched, folded)
+        if changes:
+            return VouchedRestore(run.started_at, vouched, changes)
+    return None
 
 
 def past_newest_event(instant: datetime, row: ProjectionRow | None) -> datetime:

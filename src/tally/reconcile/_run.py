@@ -11,7 +11,9 @@ The order of work, and why:
    event delivered in between is then in the rows, and the recent rule covers it.
    Once the rows are read the run records the store's newest event receipt, so a
    later run can tell which rows this one held; the deletes by absence are then
-   dated from the record of the earlier runs (``absence_delete_instant``).
+   dated from the record of the earlier runs (``absence_delete_instant``), and a late
+   event behind an earlier run that vouched for a row is corrected back to what that
+   run listed (``vouched_restore``).
 5. Record the row: completed when no error was recorded, else failed. A run
    cancelled from outside (the client went away, shutdown) is recorded failed
    under a shield and the cancellation goes on.
@@ -32,13 +34,13 @@ import anyio
 
 from tally.actors import Budget, BudgetExceeded
 from tally.config import CloudEntry
-from tally.core import ResourceKey, format_instant, parse_instant, utc_now
+from tally.core import ONE_MICROSECOND, ResourceKey, StoredEvent, format_instant, parse_instant, utc_now
 from tally.store import SizeName, SyncLockHeld, SyncReceipts, SyncRow
 
 from . import _metrics
 from ._adapter import Adapter, ObserveRequest, Progress
 from ._booking import IngestsEvents, book
-from ._diff import date_absence_deletes, diff
+from ._diff import date_absence_deletes, diff, restore_vouched_facts
 from ._errors import RunAborted, SizeNamesFailed
 from ._model import Deferral, DeferredCorrection, EarlierRun, Kind, Plan, Reason, SyncOutcome
 from ._model import Status as RunStatus
@@ -47,6 +49,7 @@ from ._rules import cap_errors, deleted_servers_window, held_no_row
 log = logging.getLogger(__name__)
 
 RUNS_PAGE = 50
+LATE_EXCEPT = ("sync.create", "sync.delete")
 
 
 class SyncStore(Protocol):
@@ -64,6 +67,15 @@ class SyncStore(Protocol):
     ) -> list[dict[str, Any]]: ...
     async def newest_receipt(self) -> datetime | None: ...
     async def sync_receipts(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, SyncReceipts]: ...
+    async def late_keys(
+        self,
+        cloud: str,
+        received_after: datetime,
+        dated_before: datetime,
+        *,
+        except_types: Sequence[str] = (),
+    ) -> list[ResourceKey]: ...
+    async def histories(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, list[StoredEvent]]: ...
     def sync_lock(self, cloud: str) -> Any: ...
 
 
@@ -280,6 +292,8 @@ async def _decide(
     plan = diff(observation, rows, poll_at=poll_at, settle_s=settings.settle_s)
     progress.phase = "dating the deletes by absence"
     plan = await _date_absence_deletes(store, cloud, plan, rows, poll_at, settings.settle_s)
+    progress.phase = "restoring what earlier runs vouched for"
+    plan = await _restore_vouched(store, cloud, plan, bound, poll_at)
     stats.deferred_corrections.extend(plan.deferred_corrections)
     stats.complete_types = sorted(observation.complete_types)
     for reason, count in plan.deferred.items():
@@ -307,6 +321,36 @@ async def _date_absence_deletes(
     runs = await _runs_until_held(store, cloud, min(anchors), poll_at, receipts)
     first = {(k.resource_type, k.resource_id): r.first_received_at for k, r in receipts.items()}
     return date_absence_deletes(plan, by_key, first, runs, poll_at=poll_at, settle_s=settle_s)
+
+
+async def _restore_vouched(
+    store: SyncStore, cloud: str, plan: Plan, bound: datetime | None, poll_at: datetime
+) -> Plan:
+    """Read the record a restore of vouched facts is decided from: only the keys with an event received
+    after the previous completed run read the rows and dated before that run, their histories, and the
+    runs since the oldest such event. The previous run looked at everything received before it."""
+    if bound is None:
+        return plan
+    previous = [
+        r
+        for r in await store.sync_runs_between(cloud, bound - ONE_MICROSECOND, poll_at, limit=RUNS_PAGE)
+        if r["started_at"] == bound and r["status"] == "completed"
+    ]
+    through = (previous[0].get("stats") or {}).get("rows_read_through") if previous else None
+    if not isinstance(through, str):
+        return plan
+    read_at = parse_instant(through)
+    # A run's creates dated behind it (at the platform's instant) and its deletes by absence dated at an
+    # earlier run are late to the runs before it, but no run that held the row vouches otherwise (it
+    # would have booked or deferred them itself), and a delete is never undone: leaving them out keeps
+    # a first run's whole cloud of creates from costing the next run a history read each.
+    keys = await store.late_keys(cloud, read_at, bound, except_types=LATE_EXCEPT)
+    if not keys:
+        return plan
+    histories = {(k.resource_type, k.resource_id): h for k, h in (await store.histories(keys)).items()}
+    oldest = min(e.event.timestamp for h in histories.values() for e in h if e.received_at > read_at)
+    records = await store.sync_runs_between(cloud, oldest, poll_at)
+    return restore_vouched_facts(plan, histories, earlier_runs(records, {}), poll_at=poll_at)
 
 
 async def _runs_until_held(
@@ -360,6 +404,8 @@ def earlier_runs(
                 corrected=frozenset(deferred | booked.get(str(record["id"]), set())),
                 # A value that is neither an instant nor null is no record of what the run held.
                 rows_recorded="rows_read_through" in stats and (through is None or isinstance(through, str)),
+                run_id=str(record["id"]),
+                deferred=frozenset(deferred),
             )
         )
     return runs

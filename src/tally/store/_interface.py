@@ -343,6 +343,11 @@ class Store(Protocol):
         """Every event of one resource in fold order (what ``tally.core.lifecycle`` folds)."""
         ...
 
+    async def histories(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, list[StoredEvent]]:
+        """Every event of each key that has any, in fold order: ``lifecycle_events`` of many keys in a
+        few reads."""
+        ...
+
     async def event_stats(
         self,
         group_by: Sequence[str],
@@ -550,6 +555,19 @@ class Store(Protocol):
     async def sync_receipts(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, SyncReceipts]:
         """Per key with events: its oldest ``received_at`` and the ``payload.provider.sync_run_id`` of
         each of its reconciliation events."""
+        ...
+
+    async def late_keys(
+        self,
+        cloud: str,
+        received_after: datetime,
+        dated_before: datetime,
+        *,
+        except_types: Sequence[str] = (),
+    ) -> list[ResourceKey]:
+        """The keys of ``cloud`` with an event received after ``received_after`` and dated before
+        ``dated_before`` whose type is not one of ``except_types``, in key order: the events a run read
+        too early to see."""
         ...
 
     def sync_lock(self, cloud: str) -> AbstractAsyncContextManager[None]:

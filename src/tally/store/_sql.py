@@ -34,6 +34,7 @@ from tally.core import (
     as_utc,
     needs_replay,
     project,
+    sorted_events,
     utc_now,
 )
 
@@ -689,6 +690,12 @@ class SqlStore(ABC):
     async def lifecycle_events(self, key: ResourceKey) -> list[StoredEvent]:
         return await self.resource_history(key)
 
+    async def histories(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, list[StoredEvent]]:
+        ordered = sorted(set(keys), key=key_order)
+        async with self._tx() as tx:
+            loaded = await self._load_histories(tx, ordered)
+        return {key: sorted_events(loaded[key]) for key in ordered if key in loaded}
+
     async def event_stats(
         self,
         group_by: Sequence[str],
@@ -1307,6 +1314,25 @@ class SqlStore(ABC):
                     if isinstance(provider, Mapping) and isinstance(provider.get("sync_run_id"), str):
                         runs[key].add(provider["sync_run_id"])
         return {key: SyncReceipts(at, frozenset(runs.get(key, ()))) for key, at in first.items()}
+
+    async def late_keys(
+        self,
+        cloud: str,
+        received_after: datetime,
+        dated_before: datetime,
+        *,
+        except_types: Sequence[str] = (),
+    ) -> list[ResourceKey]:
+        # events_received_idx bounds the scan to what arrived since ``received_after``.
+        excluded = sorted(set(except_types))
+        not_in = f" AND event_type NOT IN ({', '.join('?' for _ in excluded)})" if excluded else ""
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                "SELECT DISTINCT resource_type, resource_id FROM events WHERE received_at > ? "
+                f"AND cloud = ? AND timestamp < ?{not_in} ORDER BY resource_type, resource_id",
+                [self.ts(received_after), cloud, self.ts(dated_before), *excluded],
+            )
+        return [ResourceKey(cloud, t, i) for t, i in recs]
 
     def _sync_run(self, r: Sequence[Any]) -> dict[str, Any]:
         return {
