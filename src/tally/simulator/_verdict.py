@@ -215,15 +215,12 @@ def judge(
     run = ctx.runs_by_id.get(str(_provider(correction).get("sync_run_id")))
     if run is None:
         return Judgement(False, UNKNOWN_RUN, correction.event_id, due_run_id=due_id)
-    if (
-        kind == "delete"
-        and due is not None
-        and due.started_at < run.started_at
-        and _dated_at(correction, due.started_at)
-    ):
-        # Dated by a proof: a later run found the row, and the first run that could book it proves the
-        # resource gone (docs/reconciliation.md, "How a delete by absence is dated").
-        return Judgement(True, DELETE_BY_ABSENCE, correction.event_id, run.run_id, due_id)
+    if due is not None and due.started_at < run.started_at and _dated_at(correction, due.started_at):
+        # Dated at the first run that could book it by a later run: a delete by absence that run proves
+        # (docs/reconciliation.md, "How a delete by absence is dated"), or the facts it vouched for
+        # restored after a late event landed behind it ("A late event behind a run that vouched").
+        cause = POLL_DATED_UPDATE if kind == "update" else DELETE_BY_ABSENCE
+        return Judgement(True, cause, correction.event_id, run.run_id, due_id)
     if not _dated_at(correction, run.started_at):
         return Judgement(False, NOT_AT_RUN_INSTANT, correction.event_id, run.run_id, due_id)
     if (rtype, rid) in run.deferred:

@@ -134,6 +134,17 @@ def test_a_poll_dated_update_of_the_first_run_that_could_book_it_is_tolerated() 
     )
 
 
+def test_a_restore_a_later_run_dated_at_the_first_run_that_could_is_tolerated() -> None:
+    # A late event landed behind r1, which had listed shutoff: r2 restores it at r1's instant.
+    at = T0 + 5 * H + 30 * M
+    runs = (run("r0", T0 + 2 * H), run("r1", at), run("r2", at + H))
+    fix = ev("sync.update", at, state="shutoff", size=SMALL, reason="drift", by="r2")
+    assert only(judge(CREATE, fix, DELETE, runs=runs)) == (True, POLL_DATED_UPDATE, fix.event.event_id, "r2")
+    # Dated at a run that could not book it (r0 began before the change): off.
+    early = ev("sync.update", T0 + 2 * H, state="shutoff", size=SMALL, reason="drift", by="r2")
+    assert not judge(CREATE, early, DELETE, runs=runs).passed
+
+
 def test_a_poll_dated_update_one_run_later_than_the_first_that_could_is_off() -> None:
     late = T0 + 6 * H + 30 * M
     fix = ev("sync.update", late, state="shutoff", size=SMALL, reason="drift", by="r2")
