@@ -32,8 +32,16 @@ import orjson
 
 FAULTS = "missing-create,duplicates,reordering,refused-shapes,held-back,missing-delete,lost-update"
 PERIODS = "2026-02,2026-07,2025-12,2026-11"
-#: The comparison's top-level figures this table shows in its own columns.
-SHOWN = {"exact", "tolerated", "off", "seconds_off", "sync_interval_s", "passed"}
+#: The quantity lines of the comparison, summed over flavors and volume types into one figure each.
+QUANTITIES = (
+    ("instance", "vcpu_h", "vCPU-h"),
+    ("instance", "ram_gb_h", "RAM GB-h"),
+    ("instance", "disk_gb_h", "disk GB-h"),
+    ("volume", "gb_h", "volume GB-h"),
+    ("image", "gb_h", "image GB-h"),
+    ("floating_ip", "hours", "FIP h"),
+    ("loadbalancer", "hours", "LB h"),
+)
 
 
 def seeds_of(text: str) -> list[int]:
@@ -103,15 +111,20 @@ def run_month(seed: int, period: str, args: argparse.Namespace, workdir: Path) -
     return month
 
 
-def extra_figures(months: list[Month]) -> list[str]:
-    """The comparison document's numeric top-level figures beyond the ones shown anyway."""
-    names: list[str] = []
-    for m in months:
-        for key, value in m.comparison.items():
-            numeric = isinstance(value, int | float) and not isinstance(value, bool)
-            if numeric and key not in SHOWN and key not in names:
-                names.append(key)
-    return names
+def quantity_error(comparisons: list[dict[str, Any]]) -> dict[str, float]:
+    """The absolute quantity-weighted error of the comparisons, per unit (summed over members)."""
+    out = {label: 0.0 for _, _, label in QUANTITIES}
+    labels = {(rtype, unit): label for rtype, unit, label in QUANTITIES}
+    for c in comparisons:
+        for line in c.get("quantities", []):
+            label = labels.get((line["resource_type"], line["unit"]))
+            if label is not None:
+                out[label] += float(line["absolute"])
+    return out
+
+
+def _quantities(c: dict[str, Any]) -> str:
+    return ", ".join(f"{label} {value:,.2f}" for label, value in quantity_error([c]).items() if round(value, 2))
 
 
 def _fraction(c: dict[str, Any]) -> str:
@@ -119,9 +132,9 @@ def _fraction(c: dict[str, Any]) -> str:
     return f"{float(c['seconds_off']) / oracle:+.4%}" if oracle else "n/a"
 
 
-def print_table(months: list[Month], extras: list[str]) -> None:
+def print_table(months: list[Month]) -> None:
     head = ["seed", "period", "exact", "tolerated", "off", "billed-seconds error", "of oracle"]
-    head += [*extras, "syncs (skipped)", "wall s", "verdict"]
+    head += ["quantity error (absolute)", "syncs (skipped)", "wall s", "verdict"]
     rows: list[list[str]] = []
     for m in months:
         c = m.comparison
@@ -141,7 +154,7 @@ def print_table(months: list[Month], extras: list[str]) -> None:
                 f"{c['off']:,}",
                 f"{float(c['seconds_off']):+,.0f} s",
                 _fraction(c),
-                *[f"{float(c[x]):+,.6g}" if x in c else "" for x in extras],
+                _quantities(c) or "0",
                 f"{syncs['run']} ({syncs['idle_skipped']})",
                 f"{m.wall_s:.1f}",
                 verdict,
@@ -200,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{f', {args.days} days' if args.days else ''}; sync every {args.sync_interval:g} min; "
         f"faults {args.faults or 'none'}; {args.jobs} at a time"
     )
-    print_table(months, extra_figures(months))
+    print_table(months)
     ran = [m for m in months if m.doc is not None]
     passed = sum(1 for m in ran if m.doc and m.doc["passed"])
     off = sum(int(m.comparison["off"]) for m in ran)
@@ -210,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         f"billed-seconds error {error_s:+,.0f} s; wall {wall:.1f} s "
         f"(months {sum(m.wall_s for m in months):.1f} s summed)"
     )
+    totals = quantity_error([m.comparison for m in ran])
+    print("quantity error (absolute): " + ", ".join(f"{k} {v:,.2f}" for k, v in totals.items()))
     print(f"RATIO accuracy_months_passed={passed}")
     print(f"RATIO accuracy_months={len(months)}")
     print(f"RATIO accuracy_resources_off={off}")
