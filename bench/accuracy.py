@@ -124,7 +124,9 @@ def quantity_error(comparisons: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def _quantities(c: dict[str, Any]) -> str:
-    return ", ".join(f"{label} {value:,.2f}" for label, value in quantity_error([c]).items() if round(value, 2))
+    return ", ".join(
+        f"{label} {value:,.2f}" for label, value in quantity_error([c]).items() if round(value, 2)
+    )
 
 
 def _fraction(c: dict[str, Any]) -> str:
