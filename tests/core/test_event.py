@@ -101,3 +101,8 @@ def test_create_needs_state_and_size_delete_needs_neither() -> None:
 def test_unknown_source_is_refused_and_the_pipeline_stamp_wins() -> None:
     assert refusal(wire(source="engine")).startswith("schema: source")
     assert parse_event(wire(source="reconciliation"), source="collector").source == "collector"
+
+
+def test_an_instant_outside_years_1_to_9999_in_utc_is_a_timestamp_refusal() -> None:
+    assert refusal(wire(timestamp="0001-01-01T00:00:00+01:00")).startswith("schema: timestamp")
+    assert refusal(wire(timestamp="9999-12-31T23:30:00-01:00")).startswith("schema: timestamp")

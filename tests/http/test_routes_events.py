@@ -137,3 +137,15 @@ async def test_bad_query_names_the_parameter(api: Api) -> None:
         assert response.status_code == 400, query
         problem = await response.get_json()
         assert [e["loc"] for e in problem["errors"]] == [loc], query
+
+
+async def test_an_instant_outside_the_calendar_in_utc_costs_only_its_item(api: Api) -> None:
+    bad = event("vm-bad", timestamp="0001-01-01T00:00:00+01:00")
+    answer = await ingest(api, [event("vm-ok"), bad])
+    assert answer["accepted"] == 1
+    assert [r["index"] for r in answer["rejected"]] == [1]
+    assert answer["rejected"][0]["reason"].startswith("schema: timestamp")
+    listed = await (await api.get("/api/v1/events")).get_json()
+    assert [e["resource_id"] for e in listed["items"]] == ["vm-ok"]
+    rejected = await (await api.get("/api/v1/rejected-events")).get_json()
+    assert [r["reason"] for r in rejected["items"]] == [answer["rejected"][0]["reason"]]

@@ -33,7 +33,10 @@ def parse_instant(text: str) -> datetime:
         raise InstantError(f"not an instant: {text!r}") from exc
     if parsed.tzinfo is None:
         raise InstantError(f"instant without a zone: {text!r}")
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise InstantError(f"instant outside years 1-9999 once in UTC: {text!r}") from None
 
 
 def as_utc(value: datetime) -> datetime:
