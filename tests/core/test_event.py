@@ -106,3 +106,8 @@ def test_unknown_source_is_refused_and_the_pipeline_stamp_wins() -> None:
 def test_an_instant_outside_years_1_to_9999_in_utc_is_a_timestamp_refusal() -> None:
     assert refusal(wire(timestamp="0001-01-01T00:00:00+01:00")).startswith("schema: timestamp")
     assert refusal(wire(timestamp="9999-12-31T23:30:00-01:00")).startswith("schema: timestamp")
+
+
+@pytest.mark.parametrize("event_type", ["compute.instance.create.end\n", "compute.instance\n"])
+def test_event_type_is_matched_in_full(event_type: str) -> None:
+    assert refusal(wire(event_type=event_type)).startswith("schema: event_type")

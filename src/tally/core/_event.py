@@ -18,7 +18,7 @@ import orjson
 
 from ._time import InstantError, format_instant, parse_instant
 
-EVENT_TYPE_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
+EVENT_TYPE_PATTERN = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)+")
 MAX_EVENT_ID = 256
 MAX_EVENT_TYPE = 512
 MAX_TEXT = 512
@@ -210,8 +210,10 @@ def parse_event(raw: object, *, source: str | None = None) -> Event:
     event_type = raw.get("event_type")
     if type(event_type) is not str or not event_type or len(event_type) > MAX_EVENT_TYPE:
         event_type = _text(raw, "event_type", MAX_EVENT_TYPE)
-    if not EVENT_TYPE_PATTERN.match(event_type):
-        raise EventInvalid(f"schema: event_type {event_type!r} does not match {EVENT_TYPE_PATTERN.pattern}")
+    if not EVENT_TYPE_PATTERN.fullmatch(event_type):
+        raise EventInvalid(
+            f"schema: event_type {event_type!r} does not match {EVENT_TYPE_PATTERN.pattern} in full"
+        )
     texts: dict[str, str] = {}
     for member in _TEXT_MEMBERS:
         value = raw.get(member)
