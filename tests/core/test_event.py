@@ -111,3 +111,24 @@ def test_an_instant_outside_years_1_to_9999_in_utc_is_a_timestamp_refusal() -> N
 @pytest.mark.parametrize("event_type", ["compute.instance.create.end\n", "compute.instance\n"])
 def test_event_type_is_matched_in_full(event_type: str) -> None:
     assert refusal(wire(event_type=event_type)).startswith("schema: event_type")
+
+
+@pytest.mark.parametrize(
+    ("value", "member"),
+    [
+        (10**40 + 1, "payload.size.vcpus"),
+        (2**63, "payload.size.vcpus"),
+        (-(2**63) - 1, "payload.size.vcpus"),
+        ([1, 2**64], "payload.size.vcpus[1]"),
+    ],
+)
+def test_an_integer_beyond_64_bits_is_refused_naming_the_member(value: object, member: str) -> None:
+    size = {"vcpus": value, "ram_gb": 8, "disk_gb": 80, "flavor": "m1.large"}
+    reason = refusal(wire(payload={"state": "active", "size": size}))
+    assert reason == f"schema: {member} is an integer outside the signed 64-bit range"
+
+
+def test_integers_at_the_64_bit_bounds_are_kept_exactly() -> None:
+    size = {"vcpus": 2**63 - 1, "ram_gb": -(2**63), "disk_gb": 80, "flavor": "m1.large"}
+    event = parse_event(wire(payload={"state": "active", "size": size}))
+    assert event.size == size

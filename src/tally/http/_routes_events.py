@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from tally.ingest import BatchTooLarge
@@ -17,6 +19,9 @@ from ._serialize import event_json
 router = Router("events")
 
 MAX_BATCH = 1000
+# orjson reads an integer past 64 bits as a float (10**40 + 1 becomes 1e40); such an integer takes at
+# least 19 digits, so only a body holding a run of them is read again by the exact decoder.
+_LONG_DIGITS = re.compile(rb"\d{19}")
 
 BATCH_SCHEMA: dict[str, Any] = {
     "description": (
@@ -30,6 +35,18 @@ BATCH_SCHEMA: dict[str, Any] = {
 }
 
 
+def _decode_exact(raw: bytes) -> Any:
+    """The body as JSON with every integer exact; the item check then refuses those past 64 bits."""
+    data = decode_json(raw)
+    if _LONG_DIGITS.search(raw) is None:
+        return data
+    # orjson has accepted the text, so the standard decoder reads the same values, integers exact.
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise invalid("body", "is nested too deeply to read its long numbers exactly") from None
+
+
 @router.route(
     "POST",
     "/api/v1/events",
@@ -39,7 +56,7 @@ BATCH_SCHEMA: dict[str, Any] = {
     replies=(Reply(200, "what was accepted, deduplicated and refused", IngestAnswer),),
 )
 async def post_events(call: Call) -> Any:
-    data = decode_json(call.raw_body) if call.raw_body.strip() else None
+    data = _decode_exact(call.raw_body) if call.raw_body.strip() else None
     if isinstance(data, dict):
         items: list[Any] = [data]
     elif isinstance(data, list):
