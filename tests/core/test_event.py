@@ -132,3 +132,38 @@ def test_integers_at_the_64_bit_bounds_are_kept_exactly() -> None:
     size = {"vcpus": 2**63 - 1, "ram_gb": -(2**63), "disk_gb": 80, "flavor": "m1.large"}
     event = parse_event(wire(payload={"state": "active", "size": size}))
     assert event.size == size
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "2026-03-01",
+        "2026-03-01T10:00Z",
+        "2026-03-01T10Z",
+        "20260301T100000Z",
+        "2026-W09-7T10:00:00Z",
+        "2026-03-01 10:00:00Z",
+        "2026-03-01T10:00:00,5Z",
+        "2026-03-01T10:00:00+0100",
+        "2026-03-01T10:00:00+01",
+        " 2026-03-01T10:00:00Z",
+        "2026-03-01T10:00:00Z\n",
+    ],
+)
+def test_an_instant_beyond_rfc_3339_is_refused(stamp: str) -> None:
+    assert refusal(wire(timestamp=stamp)).startswith("schema: timestamp")
+
+
+def test_a_fraction_finer_than_a_microsecond_is_refused() -> None:
+    reason = refusal(wire(timestamp="2026-03-01T10:00:00.123456789Z"))
+    assert reason.startswith("schema: timestamp") and "microsecond" in reason
+
+
+def test_rfc_3339_forms_are_accepted_to_the_microsecond() -> None:
+    expected = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
+    for stamp in (
+        "2026-03-01T10:00:00.123456Z",
+        "2026-03-01t11:00:00.123456+01:00",
+        "2026-03-01T10:00:00.123456000z",
+    ):
+        assert parse_event(wire(timestamp=stamp)).timestamp == expected
