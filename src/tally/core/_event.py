@@ -21,7 +21,10 @@ from ._time import InstantError, format_instant, parse_instant
 EVENT_TYPE_PATTERN = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)+")
 # Integers are kept exact only inside the signed 64-bit range (jsonb, SQLite and orjson agree on it).
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-_LONG_DIGITS = re.compile(rb"\d{19}")
+# An integer outside that range takes at least 19 digits in JSON text; a translate and a substring
+# search find such a run several times faster than a regular expression.
+_DIGIT_MASK = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_RUN = b"0" * 19
 MAX_EVENT_ID = 256
 MAX_EVENT_TYPE = 512
 MAX_TEXT = 512
@@ -156,6 +159,11 @@ class StoredEvent:
         return wire
 
 
+def may_hold_wide_integer(text: bytes) -> bool:
+    """Whether JSON ``text`` may hold an integer outside the signed 64-bit range (a run of 19 digits)."""
+    return _LONG_RUN in text.translate(_DIGIT_MASK)
+
+
 def _content_problem(raw: Mapping[str, Any]) -> str | None:
     """A NUL anywhere, or an integer outside the signed 64-bit range, as the refusal's reason."""
     # Fast path (ingest is hot): JSON text writes a NUL, in a key or a value, as \u0000, and an integer
@@ -168,7 +176,7 @@ def _content_problem(raw: Mapping[str, Any]) -> str | None:
         except TypeError:
             pass
         else:
-            if b"\\u0000" not in text and _LONG_DIGITS.search(text) is None:
+            if b"\\u0000" not in text and not may_hold_wide_integer(text):
                 return None
     if _walk_for_nul(raw):
         return "schema: the event contains a NUL character"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
+from tally.core import may_hold_wide_integer
 from tally.ingest import BatchTooLarge
 from tally.store import EventFilter
 
@@ -19,9 +19,6 @@ from ._serialize import event_json
 router = Router("events")
 
 MAX_BATCH = 1000
-# orjson reads an integer past 64 bits as a float (10**40 + 1 becomes 1e40); such an integer takes at
-# least 19 digits, so only a body holding a run of them is read again by the exact decoder.
-_LONG_DIGITS = re.compile(rb"\d{19}")
 
 BATCH_SCHEMA: dict[str, Any] = {
     "description": (
@@ -38,7 +35,9 @@ BATCH_SCHEMA: dict[str, Any] = {
 def _decode_exact(raw: bytes) -> Any:
     """The body as JSON with every integer exact; the item check then refuses those past 64 bits."""
     data = decode_json(raw)
-    if _LONG_DIGITS.search(raw) is None:
+    # orjson reads an integer past 64 bits as a float (10**40 + 1 becomes 1e40): only a body that may
+    # hold one is read again.
+    if not may_hold_wide_integer(raw):
         return data
     # orjson has accepted the text, so the standard decoder reads the same values, integers exact.
     try:
