@@ -69,7 +69,8 @@ def format_instant(value: datetime) -> str:
     ids computed here match the reference system's for the same instant.
     """
     value = as_utc(value)
-    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    # isoformat, not strftime: %Y writes the year 999 as "999", which RFC 3339 (and Go) write "0999".
+    text = value.isoformat(timespec="seconds")[:19]
     if value.microsecond:
         text += "." + f"{value.microsecond:06d}".rstrip("0")
     return text + "Z"
