@@ -101,3 +101,69 @@ def test_create_needs_state_and_size_delete_needs_neither() -> None:
 def test_unknown_source_is_refused_and_the_pipeline_stamp_wins() -> None:
     assert refusal(wire(source="engine")).startswith("schema: source")
     assert parse_event(wire(source="reconciliation"), source="collector").source == "collector"
+
+
+def test_an_instant_outside_years_1_to_9999_in_utc_is_a_timestamp_refusal() -> None:
+    assert refusal(wire(timestamp="0001-01-01T00:00:00+01:00")).startswith("schema: timestamp")
+    assert refusal(wire(timestamp="9999-12-31T23:30:00-01:00")).startswith("schema: timestamp")
+
+
+@pytest.mark.parametrize("event_type", ["compute.instance.create.end\n", "compute.instance\n"])
+def test_event_type_is_matched_in_full(event_type: str) -> None:
+    assert refusal(wire(event_type=event_type)).startswith("schema: event_type")
+
+
+@pytest.mark.parametrize(
+    ("value", "member"),
+    [
+        (10**40 + 1, "payload.size.vcpus"),
+        (2**63, "payload.size.vcpus"),
+        (-(2**63) - 1, "payload.size.vcpus"),
+        ([1, 2**64], "payload.size.vcpus[1]"),
+    ],
+)
+def test_an_integer_beyond_64_bits_is_refused_naming_the_member(value: object, member: str) -> None:
+    size = {"vcpus": value, "ram_gb": 8, "disk_gb": 80, "flavor": "m1.large"}
+    reason = refusal(wire(payload={"state": "active", "size": size}))
+    assert reason == f"schema: {member} is an integer outside the signed 64-bit range"
+
+
+def test_integers_at_the_64_bit_bounds_are_kept_exactly() -> None:
+    size = {"vcpus": 2**63 - 1, "ram_gb": -(2**63), "disk_gb": 80, "flavor": "m1.large"}
+    event = parse_event(wire(payload={"state": "active", "size": size}))
+    assert event.size == size
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "2026-03-01",
+        "2026-03-01T10:00Z",
+        "2026-03-01T10Z",
+        "20260301T100000Z",
+        "2026-W09-7T10:00:00Z",
+        "2026-03-01 10:00:00Z",
+        "2026-03-01T10:00:00,5Z",
+        "2026-03-01T10:00:00+0100",
+        "2026-03-01T10:00:00+01",
+        " 2026-03-01T10:00:00Z",
+        "2026-03-01T10:00:00Z\n",
+    ],
+)
+def test_an_instant_beyond_rfc_3339_is_refused(stamp: str) -> None:
+    assert refusal(wire(timestamp=stamp)).startswith("schema: timestamp")
+
+
+def test_a_fraction_finer_than_a_microsecond_is_refused() -> None:
+    reason = refusal(wire(timestamp="2026-03-01T10:00:00.123456789Z"))
+    assert reason.startswith("schema: timestamp") and "microsecond" in reason
+
+
+def test_rfc_3339_forms_are_accepted_to_the_microsecond() -> None:
+    expected = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
+    for stamp in (
+        "2026-03-01T10:00:00.123456Z",
+        "2026-03-01t11:00:00.123456+01:00",
+        "2026-03-01T10:00:00.123456000z",
+    ):
+        assert parse_event(wire(timestamp=stamp)).timestamp == expected

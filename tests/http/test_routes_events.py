@@ -137,3 +137,43 @@ async def test_bad_query_names_the_parameter(api: Api) -> None:
         assert response.status_code == 400, query
         problem = await response.get_json()
         assert [e["loc"] for e in problem["errors"]] == [loc], query
+
+
+async def test_an_instant_outside_the_calendar_in_utc_costs_only_its_item(api: Api) -> None:
+    bad = event("vm-bad", timestamp="0001-01-01T00:00:00+01:00")
+    answer = await ingest(api, [event("vm-ok"), bad])
+    assert answer["accepted"] == 1
+    assert [r["index"] for r in answer["rejected"]] == [1]
+    assert answer["rejected"][0]["reason"].startswith("schema: timestamp")
+    listed = await (await api.get("/api/v1/events")).get_json()
+    assert [e["resource_id"] for e in listed["items"]] == ["vm-ok"]
+    rejected = await (await api.get("/api/v1/rejected-events")).get_json()
+    assert [r["reason"] for r in rejected["items"]] == [answer["rejected"][0]["reason"]]
+
+
+async def test_an_integer_beyond_64_bits_is_refused_never_rounded(api: Api) -> None:
+    body = b'[{"event_id":"big","timestamp":"2026-03-01T10:00:00Z","event_type":"compute.instance.update",'
+    body += b'"platform":"openstack","cloud":"os-dev","resource_type":"instance","resource_id":"vm-1",'
+    body += (
+        b'"project_id":"p-1","payload":{"state":"active","count":10000000000000000000000000000000000000001}}]'
+    )
+    response = await api.client.post(
+        "/api/v1/events",
+        data=body,
+        headers={"Authorization": f"Bearer {INGEST}", "Content-Type": "application/json"},
+    )
+    assert response.status_code == 200
+    answer = await response.get_json()
+    assert answer["accepted"] == 0
+    assert answer["rejected"][0]["reason"] == (
+        "schema: payload.count is an integer outside the signed 64-bit range"
+    )
+
+
+async def test_a_body_too_deep_to_read_its_long_numbers_exactly_is_400(api: Api) -> None:
+    body = b"[" * 1000 + b"1234567890123456789" + b"]" * 1000
+    response = await api.client.post(
+        "/api/v1/events", data=body, headers={"Authorization": f"Bearer {INGEST}"}
+    )
+    assert response.status_code == 400
+    assert (await response.get_json())["errors"][0]["loc"] == "body"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -258,3 +259,31 @@ async def test_gauge_refresher_runs_until_cancelled(store: Store, make_wire: Any
     with anyio.move_on_after(0.5):
         await keep_current_resources_fresh(store, 0.1)
     assert sample("tally_current_resources", **labels) == 1
+
+
+class _Unreadable(Mapping[str, Any]):
+    """An in-process item whose every read raises: what a broken caller could hand the pipeline."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise RuntimeError("unreadable")
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError("unreadable")
+
+    def __len__(self) -> int:
+        raise RuntimeError("unreadable")
+
+
+async def test_an_item_failing_in_any_way_is_refused_and_the_rest_is_kept(
+    store: Store, make_wire: Any
+) -> None:
+    pipeline = IngestPipeline(store, require_size_schema=False)
+    calendar_edge = make_wire("edge", timestamp="0001-01-01T00:00:00+01:00")
+    result = await pipeline.ingest([make_wire("ok"), calendar_edge, _Unreadable()])
+    assert result.accepted == 1
+    reasons = {r.index: r.reason for r in result.rejected}
+    assert reasons[1].startswith("schema: timestamp")
+    assert reasons[2] == "schema: the event could not be read (RuntimeError: unreadable)"
+    dead = (await store.list_rejected(limit=100)).items
+    assert sorted(d.reason for d in dead) == sorted(reasons.values())
+    assert (await store.get_resource(KEY)) is not None

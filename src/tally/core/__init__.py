@@ -18,6 +18,7 @@ from ._event import EventInvalid as EventInvalid
 from ._event import ResourceKey as ResourceKey
 from ._event import StoredEvent as StoredEvent
 from ._event import category_of as category_of
+from ._event import may_hold_wide_integer as may_hold_wide_integer
 from ._event import parse_event as parse_event
 from ._fold import DELETED as DELETED
 from ._fold import HISTORY_STARTS_WITHOUT_CREATE as HISTORY_STARTS_WITHOUT_CREATE
@@ -67,6 +68,7 @@ __all__ = [
     "fold_order",
     "format_instant",
     "lifecycle",
+    "may_hold_wide_integer",
     "needs_replay",
     "parse_event",
     "parse_instant",

@@ -18,7 +18,13 @@ import orjson
 
 from ._time import InstantError, format_instant, parse_instant
 
-EVENT_TYPE_PATTERN = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
+EVENT_TYPE_PATTERN = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)+")
+# Integers are kept exact only inside the signed 64-bit range (jsonb, SQLite and orjson agree on it).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# An integer outside that range takes at least 19 digits in JSON text; a translate and a substring
+# search find such a run several times faster than a regular expression.
+_DIGIT_MASK = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_RUN = b"0" * 19
 MAX_EVENT_ID = 256
 MAX_EVENT_TYPE = 512
 MAX_TEXT = 512
@@ -153,17 +159,31 @@ class StoredEvent:
         return wire
 
 
-def _contains_nul(value: Any) -> bool:
-    # Fast path (ingest is hot): JSON text writes a NUL, in a key or a value, as \u0000, so when that
-    # text is absent there is none; when present (a literal backslash-u0000 text also matches) or when
-    # the value is not plain JSON (orjson refuses it), walk the value to be exact.
-    if type(value) is dict:
+def may_hold_wide_integer(text: bytes) -> bool:
+    """Whether JSON ``text`` may hold an integer outside the signed 64-bit range (a run of 19 digits)."""
+    return _LONG_RUN in text.translate(_DIGIT_MASK)
+
+
+def _content_problem(raw: Mapping[str, Any]) -> str | None:
+    """A NUL anywhere, or an integer outside the signed 64-bit range, as the refusal's reason."""
+    # Fast path (ingest is hot): JSON text writes a NUL, in a key or a value, as \u0000, and an integer
+    # outside the range in 19 digits or more, so when neither is in the text there is none; when one is
+    # (a string may hold either too) or when the value is not plain JSON (orjson refuses it, and every
+    # integer past 64 bits), walk the value to be exact.
+    if type(raw) is dict:
         try:
-            if b"\\u0000" not in orjson.dumps(value):
-                return False
+            text = orjson.dumps(raw)
         except TypeError:
             pass
-    return _walk_for_nul(value)
+        else:
+            if b"\\u0000" not in text and not may_hold_wide_integer(text):
+                return None
+    if _walk_for_nul(raw):
+        return "schema: the event contains a NUL character"
+    member = _wide_integer(raw, "")
+    if member is not None:
+        return f"schema: {member} is an integer outside the signed 64-bit range"
+    return None
 
 
 def _walk_for_nul(value: Any) -> bool:
@@ -174,6 +194,23 @@ def _walk_for_nul(value: Any) -> bool:
     if isinstance(value, list | tuple):
         return any(_walk_for_nul(v) for v in value)
     return False
+
+
+def _wide_integer(value: Any, path: str) -> str | None:
+    """The path of the first integer outside the signed 64-bit range, or None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return path if not INT64_MIN <= value <= INT64_MAX else None
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            found = _wide_integer(inner, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, inner in enumerate(value):
+            found = _wide_integer(inner, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _text(raw: Mapping[str, Any], member: str, limit: int) -> str:
@@ -199,8 +236,9 @@ def parse_event(raw: object, *, source: str | None = None) -> Event:
     # Exact-type tests before the ABC checks throughout: those are slow and this runs for every event.
     if type(raw) is not dict and not isinstance(raw, Mapping):
         raise EventInvalid("schema: an event must be a JSON object")
-    if _contains_nul(raw):
-        raise EventInvalid("schema: the event contains a NUL character")
+    problem = _content_problem(raw)
+    if problem is not None:
+        raise EventInvalid(problem)
     if not _MEMBER_SET.issuperset(raw):
         unknown = sorted(set(raw) - _MEMBER_SET)
         raise EventInvalid(f"schema: unknown member {unknown[0]}")
@@ -210,8 +248,10 @@ def parse_event(raw: object, *, source: str | None = None) -> Event:
     event_type = raw.get("event_type")
     if type(event_type) is not str or not event_type or len(event_type) > MAX_EVENT_TYPE:
         event_type = _text(raw, "event_type", MAX_EVENT_TYPE)
-    if not EVENT_TYPE_PATTERN.match(event_type):
-        raise EventInvalid(f"schema: event_type {event_type!r} does not match {EVENT_TYPE_PATTERN.pattern}")
+    if not EVENT_TYPE_PATTERN.fullmatch(event_type):
+        raise EventInvalid(
+            f"schema: event_type {event_type!r} does not match {EVENT_TYPE_PATTERN.pattern} in full"
+        )
     texts: dict[str, str] = {}
     for member in _TEXT_MEMBERS:
         value = raw.get(member)

@@ -7,33 +7,49 @@ event ids derived from a timestamp are the same whoever computes them.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 ONE_MICROSECOND = timedelta(microseconds=1)
+# RFC 3339 date-time; "T" and "Z" may be lower case (section 5.6). The fraction keeps its dot.
+_RFC3339 = re.compile(r"(\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII)
+_RFC3339_NAIVE = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?", re.ASCII)
 
 
 class InstantError(ValueError):
-    """A text that is not an RFC 3339 / ISO 8601 instant with a zone."""
+    """A text that is not an RFC 3339 instant with a zone."""
 
 
 def parse_instant(text: str) -> datetime:
-    """Parse an ISO 8601 instant that carries a zone (``Z`` or an offset) into UTC.
+    """Parse an RFC 3339 instant that carries a zone (``Z`` or an offset) into UTC.
 
-    A naive text is refused: an instant without a zone could be read two ways,
-    and a billing record must not guess.
+    Strictly RFC 3339 (section 5.6): the other ISO 8601 forms (week dates, basic format, reduced
+    precision, a comma) are refused, and so is a naive text: an instant without a zone could be
+    read two ways, and a billing record must not guess. A fraction finer than a microsecond is
+    refused rather than truncated: two such instants would collapse into one.
     """
-    if not isinstance(text, str) or not text:
+    if not isinstance(text, str):
         raise InstantError(f"not an instant: {text!r}")
-    candidate = text.strip()
-    if candidate[-1:] in ("z", "Z"):
-        candidate = candidate[:-1] + "+00:00"
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        if _RFC3339_NAIVE.fullmatch(text):
+            raise InstantError(f"instant without a zone: {text!r}")
+        raise InstantError(f"not an instant: {text!r} (RFC 3339 with a zone, like 2026-03-01T10:00:00Z)")
+    moment, fraction, zone = match.groups()
+    if fraction is None:
+        fraction = ""
+    elif len(fraction) > 7:
+        if fraction[7:].strip("0"):
+            raise InstantError(f"instant finer than a microsecond: {text!r}")
+        fraction = fraction[:7]
     try:
-        parsed = datetime.fromisoformat(candidate)
+        parsed = datetime.fromisoformat(moment + fraction + ("+00:00" if zone in "Zz" else zone))
     except ValueError as exc:
-        raise InstantError(f"not an instant: {text!r}") from exc
-    if parsed.tzinfo is None:
-        raise InstantError(f"instant without a zone: {text!r}")
-    return parsed.astimezone(UTC)
+        raise InstantError(f"not an instant: {text!r} ({exc})") from None
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise InstantError(f"instant outside years 1-9999 once in UTC: {text!r}") from None
 
 
 def as_utc(value: datetime) -> datetime:
@@ -53,7 +69,8 @@ def format_instant(value: datetime) -> str:
     ids computed here match the reference system's for the same instant.
     """
     value = as_utc(value)
-    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    # isoformat, not strftime: %Y writes the year 999 as "999", which RFC 3339 (and Go) write "0999".
+    text = value.isoformat(timespec="seconds")[:19]
     if value.microsecond:
         text += "." + f"{value.microsecond:06d}".rstrip("0")
     return text + "Z"

@@ -40,7 +40,7 @@ from ._services import ReportingServices
 log = logging.getLogger(__name__)
 
 REQUEST_ID = "X-Request-ID"
-_SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:@/+=-]{1,200}$")
+_SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,200}")
 MAX_REQUEST_BYTES = 64 * 1024 * 1024  # 1000 events of up to 64 KiB each
 MAX_PATH_SEGMENT = 512
 
@@ -145,7 +145,7 @@ def create_reporting_app(services: ReportingServices, *, extra_operations: Itera
     @app.before_request
     async def _request_id() -> None:
         given = request.headers.get(REQUEST_ID, "")
-        g.request_id = given if _SANE_REQUEST_ID.match(given) else uuid.uuid4().hex
+        g.request_id = given if _SANE_REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
         g.started = time.perf_counter()
 
     @app.after_request

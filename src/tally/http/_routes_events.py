@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from tally.core import may_hold_wide_integer
 from tally.ingest import BatchTooLarge
 from tally.store import EventFilter
 
@@ -30,6 +32,20 @@ BATCH_SCHEMA: dict[str, Any] = {
 }
 
 
+def _decode_exact(raw: bytes) -> Any:
+    """The body as JSON with every integer exact; the item check then refuses those past 64 bits."""
+    data = decode_json(raw)
+    # orjson reads an integer past 64 bits as a float (10**40 + 1 becomes 1e40): only a body that may
+    # hold one is read again.
+    if not may_hold_wide_integer(raw):
+        return data
+    # orjson has accepted the text, so the standard decoder reads the same values, integers exact.
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise invalid("body", "is nested too deeply to read its long numbers exactly") from None
+
+
 @router.route(
     "POST",
     "/api/v1/events",
@@ -39,7 +55,7 @@ BATCH_SCHEMA: dict[str, Any] = {
     replies=(Reply(200, "what was accepted, deduplicated and refused", IngestAnswer),),
 )
 async def post_events(call: Call) -> Any:
-    data = decode_json(call.raw_body) if call.raw_body.strip() else None
+    data = _decode_exact(call.raw_body) if call.raw_body.strip() else None
     if isinstance(data, dict):
         items: list[Any] = [data]
     elif isinstance(data, list):

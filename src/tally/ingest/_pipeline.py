@@ -112,11 +112,22 @@ def stored_raw(item: object) -> Any:
 
 
 def _event_id_of(item: object) -> str | None:
-    if isinstance(item, Mapping):
-        value = item.get("event_id")
-        if isinstance(value, str):
-            return value[:256]
-    return None
+    try:
+        value = item.get("event_id") if isinstance(item, Mapping) else None
+    except Exception:  # an unreadable item has no id to report
+        return None
+    return value[:256] if isinstance(value, str) else None
+
+
+def _refuse(refusals: _Refusals, index: int, item: object, reason: str, cloud: str) -> None:
+    """Report the item, dead-letter it with its raw value, and count it."""
+    try:
+        raw = stored_raw(item)
+    except Exception:  # the dead letter still says why, when the item cannot even be copied
+        raw = {"not_stored": {"reason": "not readable"}}
+    refusals.rejected.append(Rejection(index, _event_id_of(item), reason))
+    refusals.dead.append(DeadLetter(reason=reason, raw=raw))
+    metrics.EVENTS_REJECTED.labels(cloud=cloud, reason=reason.split(":", 1)[0]).inc()
 
 
 def _json_problem(item: object) -> str | None:
@@ -136,6 +147,7 @@ class _Lookups:
 
     names: Mapping[str, Mapping[tuple[str, str, str], str]]
     validators: Mapping[tuple[str, str], Draft202012Validator | None]
+    unreadable: Mapping[int, str]
 
 
 @dataclass(slots=True)
@@ -147,31 +159,49 @@ class _Refusals:
     audits: list[AuditEntry] = field(default_factory=list)
 
 
-def _named(
-    items: Sequence[object], scope: IngestScope | None
-) -> tuple[set[str], set[tuple[str, str]], set[ResourceKey]]:
+@dataclass(slots=True)
+class _Named:
+    """What the raw items name, read before validation; ``unreadable`` maps an item's index to why
+    it could not even be read (it is refused without validation: its key was not taken)."""
+
+    clouds: set[str] = field(default_factory=set)
+    pairs: set[tuple[str, str]] = field(default_factory=set)
+    keys: set[ResourceKey] = field(default_factory=set)
+    unreadable: dict[int, str] = field(default_factory=dict)
+
+
+def _unreadable_reason(exc: Exception) -> str:
+    return f"schema: the event could not be read ({type(exc).__name__}: {exc})"
+
+
+def _named(items: Sequence[object], scope: IngestScope | None) -> _Named:
     """Read from the raw items before validation, which keeps these members as they are: the
     resource keys they name, and the clouds and (platform, resource type) pairs whose size names and
     schemas the sized items inside the scope need."""
-    clouds: set[str] = set()
-    pairs: set[tuple[str, str]] = set()
-    keys: set[ResourceKey] = set()
-    for item in items:
-        if not isinstance(item, Mapping):
-            continue
+    named = _Named()
+    for index, item in enumerate(items):
+        try:
+            _name_one(item, scope, named)
+        except Exception as exc:  # an in-process caller's object: one bad item costs only itself
+            named.unreadable[index] = _unreadable_reason(exc)
+    return named
+
+
+def _name_one(item: object, scope: IngestScope | None, named: _Named) -> None:
+    clouds, pairs, keys = named.clouds, named.pairs, named.keys
+    if isinstance(item, Mapping):
         platform, cloud = item.get("platform"), item.get("cloud")
         resource_type, resource_id = item.get("resource_type"), item.get("resource_id")
         if not (isinstance(platform, str) and isinstance(cloud, str) and isinstance(resource_type, str)):
-            continue
+            return
         if scope is not None and (platform, cloud) != (scope.platform, scope.cloud):
-            continue
+            return
         if isinstance(resource_id, str):
             keys.add(ResourceKey(cloud, resource_type, resource_id))
         payload = item.get("payload")
         if isinstance(payload, Mapping) and payload.get("size") is not None:
             clouds.add(cloud)
             pairs.add((platform, resource_type))
-    return clouds, pairs, keys
 
 
 def _apply_size_names(event: Event, names: Mapping[tuple[str, str, str], str]) -> Event:
@@ -222,13 +252,14 @@ class IngestPipeline:
     ) -> IngestResult:
         if len(items) > MAX_BATCH:
             raise BatchTooLarge(len(items))
-        clouds, pairs, keys = _named(items, scope)
+        named = _named(items, scope)
         lookups = _Lookups(
-            names={cloud: await self._names_of(cloud) for cloud in clouds},
-            validators={pair: await self._schemas.validator(*pair) for pair in pairs},
+            names={cloud: await self._names_of(cloud) for cloud in named.clouds},
+            validators={pair: await self._schemas.validator(*pair) for pair in named.pairs},
+            unreadable=named.unreadable,
         )
         refusals = _Refusals()
-        async with self._store.open_batch(keys, received_at=utc_now()) as batch:
+        async with self._store.open_batch(named.keys, received_at=utc_now()) as batch:
             for start in range(0, len(items), VALIDATE_CHUNK):
                 survivors = self._validate(items, start, source, scope, lookups, refusals)
                 if survivors:
@@ -260,76 +291,94 @@ class IngestPipeline:
     ) -> list[Event]:
         """The survivors among ``VALIDATE_CHUNK`` items from ``start``; the refusals go to ``refusals``."""
         survivors: list[Event] = []
-        rejected, dead, audits = refusals.rejected, refusals.dead, refusals.audits
         label_cloud = scope.cloud if scope is not None else "unknown"
-
-        def refuse(index: int, item: object, reason: str, cloud: str) -> None:
-            rejected.append(Rejection(index, _event_id_of(item), reason))
-            dead.append(DeadLetter(reason=reason, raw=stored_raw(item)))
-            metrics.EVENTS_REJECTED.labels(cloud=cloud, reason=reason.split(":", 1)[0]).inc()
-
         for index in range(start, min(start + VALIDATE_CHUNK, len(items))):
             item = items[index]
-            problem = _json_problem(item)
-            if problem is not None:
-                refuse(index, item, problem, label_cloud)
+            unreadable = lookups.unreadable.get(index)
+            if unreadable is not None:
+                _refuse(refusals, index, item, unreadable, label_cloud)
                 continue
             try:
-                event = parse_event(item, source=source)
-            except EventInvalid as exc:
-                refuse(index, item, exc.reason, label_cloud)
+                event = self._one(index, item, source, scope, lookups, refusals)
+            except Exception as exc:  # whatever raised it, one item's failure is that item's rejection
+                _refuse(refusals, index, item, _unreadable_reason(exc), label_cloud)
                 continue
-            if scope is not None and (event.platform, event.cloud) != (scope.platform, scope.cloud):
-                rejected.append(Rejection(index, event.event_id, "scope"))
-                audits.append(
-                    AuditEntry(
-                        actor=scope.actor,
-                        action=SCOPE_VIOLATION,
-                        object_type="event",
-                        object_id=event.event_id,
-                        details={
-                            "index": index,
-                            "platform": event.platform,
-                            "cloud": event.cloud,
-                            "scope": {"platform": scope.platform, "cloud": scope.cloud},
-                        },
-                    )
-                )
-                metrics.EVENTS_REJECTED.labels(cloud=scope.cloud, reason="scope").inc()
-                log.warning(
-                    "ingest scope violation event_id=%s platform=%s cloud=%s "
-                    "scope_platform=%s scope_cloud=%s",
-                    event.event_id,
-                    event.platform,
-                    event.cloud,
-                    scope.platform,
-                    scope.cloud,
-                )
-                continue
-            if event.size is not None:
-                event = _apply_size_names(event, lookups.names[event.cloud])
-                validator = lookups.validators[(event.platform, event.resource_type)]
-                size = event.size or {}
-                if validator is None:
-                    if self._require_size_schema:
-                        refuse(
-                            index,
-                            item,
-                            f"size_schema: no size schema is registered for ({event.platform}, "
-                            f"{event.resource_type})",
-                            event.cloud,
-                        )
-                        continue
-                    metrics.UNVALIDATED_SIZE.labels(
-                        platform=event.platform, resource_type=event.resource_type
-                    ).inc()
-                else:
-                    error = self._schemas.check(validator, size)
-                    if error is not None:
-                        refuse(index, item, f"size_schema: {error}", event.cloud)
-                        continue
-            survivors.append(event)
+            if event is not None:
+                survivors.append(event)
         return survivors
+
+    def _one(
+        self,
+        index: int,
+        item: object,
+        source: str,
+        scope: IngestScope | None,
+        lookups: _Lookups,
+        refusals: _Refusals,
+    ) -> Event | None:
+        """The event of one item, or None when it is refused (the refusal goes to ``refusals``)."""
+        label_cloud = scope.cloud if scope is not None else "unknown"
+        rejected, audits = refusals.rejected, refusals.audits
+
+        problem = _json_problem(item)
+        if problem is not None:
+            _refuse(refusals, index, item, problem, label_cloud)
+            return None
+        try:
+            event = parse_event(item, source=source)
+        except EventInvalid as exc:
+            _refuse(refusals, index, item, exc.reason, label_cloud)
+            return None
+        if scope is not None and (event.platform, event.cloud) != (scope.platform, scope.cloud):
+            rejected.append(Rejection(index, event.event_id, "scope"))
+            audits.append(
+                AuditEntry(
+                    actor=scope.actor,
+                    action=SCOPE_VIOLATION,
+                    object_type="event",
+                    object_id=event.event_id,
+                    details={
+                        "index": index,
+                        "platform": event.platform,
+                        "cloud": event.cloud,
+                        "scope": {"platform": scope.platform, "cloud": scope.cloud},
+                    },
+                )
+            )
+            metrics.EVENTS_REJECTED.labels(cloud=scope.cloud, reason="scope").inc()
+            log.warning(
+                "ingest scope violation event_id=%s platform=%s cloud=%s scope_platform=%s scope_cloud=%s",
+                event.event_id,
+                event.platform,
+                event.cloud,
+                scope.platform,
+                scope.cloud,
+            )
+            return None
+        if event.size is not None:
+            event = _apply_size_names(event, lookups.names[event.cloud])
+            validator = lookups.validators[(event.platform, event.resource_type)]
+            size = event.size or {}
+            if validator is None:
+                if self._require_size_schema:
+                    _refuse(
+                        refusals,
+                        index,
+                        item,
+                        f"size_schema: no size schema is registered for ({event.platform}, "
+                        f"{event.resource_type})",
+                        event.cloud,
+                    )
+                    return None
+                metrics.UNVALIDATED_SIZE.labels(
+                    platform=event.platform, resource_type=event.resource_type
+                ).inc()
+            else:
+                error = self._schemas.check(validator, size)
+                if error is not None:
+                    _refuse(refusals, index, item, f"size_schema: {error}", event.cloud)
+                    return None
+        return event
 
     @staticmethod
     def _count(outcome: BatchOutcome) -> None:
