@@ -25,13 +25,12 @@ from typing import Any
 
 import anyio
 import orjson
-from jsonschema import Draft202012Validator
 
 from tally.core import Event, EventInvalid, ResourceKey, parse_event, utc_now
 from tally.store import AuditEntry, BatchOutcome, DeadLetter, ResourceType, SizeName, Store
 
 from . import _metrics as metrics
-from ._schemas import SchemaCache
+from ._schemas import SchemaCache, SizeValidator
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +145,7 @@ class _Lookups:
     """What the validation of one batch reads from the store, read before its transaction opens."""
 
     names: Mapping[str, Mapping[tuple[str, str, str], str]]
-    validators: Mapping[tuple[str, str], Draft202012Validator | None]
+    validators: Mapping[tuple[str, str], SizeValidator | None]
     unreadable: Mapping[int, str]
 
 
