@@ -59,6 +59,29 @@ def _key_of(row: SyncRow | ResourceRow) -> Key:
     return row.key.resource_type, row.key.resource_id
 
 
+def _create(
+    resource_type: str,
+    resource_id: str,
+    project_id: str,
+    at: datetime,
+    state: str | None,
+    size: Mapping[str, object] | None,
+    requested_at: datetime | None = None,
+) -> Correction:
+    """A ``missed create`` correction; a size the platform did not describe is booked empty."""
+    return Correction(
+        Kind.CREATE,
+        Reason.MISSED_CREATE,
+        resource_type,
+        resource_id,
+        project_id,
+        at,
+        state=state,
+        size=dict(size) if size is not None else {},
+        requested_at=requested_at,
+    )
+
+
 def _dated(instant: datetime, row: ProjectionRow | None) -> tuple[datetime, datetime | None]:
     final = past_newest_event(instant, row)
     return final, (instant if final != instant else None)
@@ -127,16 +150,8 @@ def _for_missing_create(
     # the facts no later event of the history carries. Those are the facts the collector's own create
     # would have carried where the platform defines them: the history's events change them from there.
     size = observed.created_size if observed.created_size is not None else observed.size
-    return Correction(
-        Kind.CREATE,
-        Reason.MISSED_CREATE,
-        observed.resource_type,
-        observed.resource_id,
-        observed.project_id,
-        at,
-        state=observed.created_state or observed.state,
-        size=dict(size) if size is not None else {},
-    ), None
+    state = observed.created_state or observed.state
+    return _create(observed.resource_type, observed.resource_id, observed.project_id, at, state, size), None
 
 
 def _for_whole_life(
@@ -145,15 +160,8 @@ def _for_whole_life(
     why = deferral_of_whole_life(deleted, poll_at, settle_s)
     if why is not None:
         return [(Kind.CREATE, None, why), (Kind.DELETE, None, why)]
-    start = Correction(
-        Kind.CREATE,
-        Reason.MISSED_CREATE,
-        deleted.resource_type,
-        deleted.resource_id,
-        deleted.project_id,
-        start_at,
-        state=deleted.state,
-        size=dict(deleted.size) if deleted.size is not None else {},
+    start = _create(
+        deleted.resource_type, deleted.resource_id, deleted.project_id, start_at, deleted.state, deleted.size
     )
     end = Correction(
         Kind.DELETE,
@@ -174,16 +182,14 @@ def _for_observed(
         if why is not None:
             return None, why
         at, requested = _dated(create_instant(observed, row, poll_at), row)
-        return Correction(
-            Kind.CREATE,
-            Reason.MISSED_CREATE,
+        return _create(
             observed.resource_type,
             observed.resource_id,
             observed.project_id,
             at,
-            state=observed.state,
-            size=dict(observed.size) if observed.size is not None else {},
-            requested_at=requested,
+            observed.state,
+            observed.size,
+            requested,
         ), None
     changes = drift(observed, row)
     if not changes:
