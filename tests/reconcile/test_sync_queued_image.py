@@ -4,9 +4,10 @@ books (docs/reconciliation.md, "When an image starts"): the image from glance's 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from reconcile_support import T0, builder, collector_event, events_of, minutes, open_harness
+from reconcile_support import T0, Harness, builder, collector_event, events_of, minutes, open_harness
 
 from tally.core import parse_instant
 from tally.reconcile import Status
@@ -22,6 +23,13 @@ def _queued_world() -> tuple[WorldBuilder, Project, Resource]:
     image = b.image(p, size_bytes=None, created_at=T0 + minutes(5), transition="queued")
     image.change(T0 + minutes(8), size_bytes=3 * 2**30)
     return b, p, image.build()
+
+
+def _queued_create(h: Harness, p: Project, image: Resource) -> dict[str, Any]:
+    """The collector's create of the queued image, at size 0."""
+    return collector_event(
+        h, "image", image.resource_id, "image.create", T0 + minutes(5), project_id=p.id, size={"size_gb": 0}
+    )
 
 
 async def test_a_queued_image_the_collector_missed_is_created_at_its_creation_at_size_0(
@@ -40,15 +48,7 @@ async def test_a_queued_image_the_collector_missed_is_created_at_its_creation_at
 async def test_a_queued_image_the_collector_booked_needs_no_correction(store: Store, tmp_path: Path) -> None:
     b, p, image = _queued_world()
     async with open_harness(b.build(), store, tmp_path) as h:
-        create = collector_event(
-            h,
-            "image",
-            image.resource_id,
-            "image.create",
-            T0 + minutes(5),
-            project_id=p.id,
-            size={"size_gb": 0},
-        )
+        create = _queued_create(h, p, image)
         await h.pipeline.ingest([create])
         await h.sync(T0 + minutes(6))
         assert [e["event_type"] for e in await events_of(h, "image", image.resource_id)] == ["image.create"]
@@ -57,15 +57,7 @@ async def test_a_queued_image_the_collector_booked_needs_no_correction(store: St
 async def test_a_missed_upload_is_a_size_change_at_the_poll(store: Store, tmp_path: Path) -> None:
     b, p, image = _queued_world()
     async with open_harness(b.build(), store, tmp_path) as h:
-        create = collector_event(
-            h,
-            "image",
-            image.resource_id,
-            "image.create",
-            T0 + minutes(5),
-            project_id=p.id,
-            size={"size_gb": 0},
-        )
+        create = _queued_create(h, p, image)
         await h.pipeline.ingest([create])
         poll = T0 + minutes(60)
         await h.sync(poll)
