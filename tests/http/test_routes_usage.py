@@ -207,3 +207,29 @@ async def test_unservable_accept_is_406(api: Api) -> None:
     )
     assert response.status_code == 406
     assert (await response.get_json())["type"] == "urn:tally:error:not_acceptable"
+
+
+async def test_project_summary_has_no_resource_cap_and_counts_a_moved_resource(api: Api) -> None:
+    from tally.core import parse_event
+
+    project = await api.store.create_project(platform="openstack", cloud="os-dev", external_id="p-1")
+    created = [
+        parse_event(event(f"vm-{i:05}", timestamp="2026-03-01T00:00:00Z", size=SMALL)) for i in range(10_001)
+    ]
+    for start in range(0, len(created), 2000):
+        await api.store.write_batch(created[start : start + 2000])
+    moved = event(
+        "vm-00000", event_type="compute.instance.update", timestamp="2026-03-01T12:00:00Z", project_id="p-2"
+    )
+    await post(api, [moved])
+    response = await api.get(f"/api/v1/projects/{project.id}/summary?{DAY}", READER)
+    assert response.status_code == 200, await response.get_data()
+    [item] = (await response.get_json())["items"]
+    # 10,000 instances the whole day and the moved one its first 12 h in p-1.
+    assert item == {
+        "resource_type": "instance",
+        "created": 10_001,
+        "deleted": 0,
+        "total_minutes": 10_000 * 1440 + 720,
+        "active_now": 10_000,
+    }
