@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import deque
-from datetime import timedelta
 from typing import Any
 
 from tally.core import UsageWindow, format_instant, utc_now
@@ -30,6 +29,7 @@ from ._models import (
     SummaryQuery,
 )
 from ._problems import Problem, invalid
+from ._routes_usage import checked_window
 from ._serialize import project_json, relation_json
 
 router = Router("projects")
@@ -37,7 +37,6 @@ router = Router("projects")
 PROJECT = "/api/v1/projects/{id}"
 RELATION = PROJECT + "/relations/{relation_id}"
 UUIDS = {"id": "uuid", "relation_id": "uuid"}
-MAX_SUMMARY_WINDOW = timedelta(days=397)
 
 
 async def _project(call: Call) -> Project:
@@ -315,10 +314,7 @@ async def related_projects(call: Call) -> Any:
 async def project_summary(call: Call) -> Any:
     project = await _project(call)
     q: SummaryQuery = call.query
-    if q.to <= q.from_:
-        raise invalid("query.to", "must be later than from")
-    if q.to - q.from_ > MAX_SUMMARY_WINDOW:
-        raise invalid("query.to", f"the window may span at most {MAX_SUMMARY_WINDOW.days} days", status=422)
+    checked_window(q.from_, q.to)
     store = call.services.store
     query = UsageQuery(
         window=UsageWindow(q.from_, q.to, utc_now()), cloud=project.cloud, project_id=project.external_id

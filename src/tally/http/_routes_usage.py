@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field
@@ -19,6 +19,8 @@ from tally.core import UsageWindow, format_instant, utc_now
 from tally.usage import (
     UsageQuery,
     UsageRow,
+    WindowError,
+    check_window,
     csv_header,
     csv_rows,
     csv_text,
@@ -40,7 +42,6 @@ log = logging.getLogger(__name__)
 
 router = Router("usage")
 
-MAX_USAGE_WINDOW = timedelta(days=397)
 CSV = "text/csv"
 JSON = "application/json"
 UsageGroup = Literal["cloud", "resource_type", "project_id", "flavor", "volume_type"]
@@ -77,12 +78,17 @@ class UsagePage(Answer):
     next_cursor: str | None
 
 
+def checked_window(start: datetime, end: datetime) -> None:
+    """The window check of every usage answer, as a problem naming ``query.to``."""
+    try:
+        check_window(start, end)
+    except WindowError as exc:
+        raise invalid(f"query.{exc.parameter}", str(exc), status=422 if exc.too_long else 400) from None
+
+
 def _query(call: Call) -> UsageQuery:
     q: UsageParams = call.query
-    if q.to <= q.from_:
-        raise invalid("query.to", "must be later than from")
-    if q.to - q.from_ > MAX_USAGE_WINDOW:
-        raise invalid("query.to", f"the window may span at most {MAX_USAGE_WINDOW.days} days", status=422)
+    checked_window(q.from_, q.to)
     cloud, project_id = narrow(call.principal, q.cloud, q.project_id)
     now = utc_now()
     upto = now if q.as_of is None else min(now, q.as_of)

@@ -6,10 +6,13 @@ or CSV lines, runs ``tally usage``, and reads an export back (``read_export``) f
 comparison. It imports the core and the store, never the HTTP layer.
 """
 
+from ._export import MAX_WINDOW as MAX_WINDOW
 from ._export import PAGE_RESOURCES as PAGE_RESOURCES
 from ._export import RESOURCE_COLUMNS as RESOURCE_COLUMNS
 from ._export import UsageQuery as UsageQuery
 from ._export import UsageRow as UsageRow
+from ._export import WindowError as WindowError
+from ._export import check_window as check_window
 from ._export import group_rows as group_rows
 from ._export import resource_page as resource_page
 from ._export import resource_pages as resource_pages
@@ -22,10 +25,13 @@ from ._format import quantity_members as quantity_members
 from ._format import row_json as row_json
 
 __all__ = [
+    "MAX_WINDOW",
     "PAGE_RESOURCES",
     "RESOURCE_COLUMNS",
     "UsageQuery",
     "UsageRow",
+    "WindowError",
+    "check_window",
     "csv_header",
     "csv_rows",
     "csv_text",

@@ -9,14 +9,32 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from tally.core import GroupKey, ResourceKey, UsageLine, UsageWindow, add_group_usage, resource_usage
 from tally.store import ResourceFilter, Store, UsageScope
 
 PAGE_RESOURCES = 500
+MAX_WINDOW = timedelta(days=397)  # a year and a month: last year's invoices, with a margin
 RESOURCE_COLUMNS = ("cloud", "resource_type", "resource_id", "project_id")
 
 Progress = Callable[[int], None]  # called with the number of resources just read
+
+
+class WindowError(ValueError):
+    """A window that cannot be answered; ``parameter`` names the bound at fault (``to``)."""
+
+    def __init__(self, parameter: str, message: str, *, too_long: bool = False) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+        self.too_long = too_long
+
+
+def check_window(start: datetime, end: datetime) -> None:
+    if end <= start:
+        raise WindowError("to", "must be later than from")
+    if end - start > MAX_WINDOW:
+        raise WindowError("to", f"the window may span at most {MAX_WINDOW.days} days", too_long=True)
 
 
 @dataclass(frozen=True, slots=True)
