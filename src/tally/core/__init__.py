@@ -46,6 +46,7 @@ from ._usage import GroupKey as GroupKey
 from ._usage import UsageLine as UsageLine
 from ._usage import UsageWindow as UsageWindow
 from ._usage import add_group_usage as add_group_usage
+from ._usage import interval_usage as interval_usage
 from ._usage import numeric_members as numeric_members
 from ._usage import resource_usage as resource_usage
 from ._usage import seconds_text as seconds_text
@@ -82,6 +83,7 @@ __all__ = [
     "deterministic_event_id",
     "fold_order",
     "format_instant",
+    "interval_usage",
     "lifecycle",
     "may_hold_wide_integer",
     "needs_replay",

@@ -118,23 +118,37 @@ def window_events(events: Iterable[StoredEvent], window: UsageWindow) -> list[St
 def pieces(events: Sequence[StoredEvent], window: UsageWindow) -> list[UsagePiece]:
     """The lifecycle of ``events`` (already cut by ``window_events``) clipped to the window."""
     folded = lifecycle(events)
-    intervals = folded.intervals
-    counts_first_create = HISTORY_STARTS_WITHOUT_CREATE not in folded.warnings
-    start, end, clip = window.start, window.end, window.clip
+    return clip(
+        folded.intervals, window, first_is_create=HISTORY_STARTS_WITHOUT_CREATE not in folded.warnings
+    )
+
+
+def clip(intervals: Sequence[Interval], window: UsageWindow, *, first_is_create: bool) -> list[UsagePiece]:
+    """Intervals of one resource, in order, clipped to the window, with the creates and deletes in it."""
+    start, end, upto = window.start, window.end, window.clip
     out: list[UsagePiece] = []
     for i, interval in enumerate(intervals):
         opens_run = i == 0 or intervals[i - 1].end != interval.start
         closes_run = interval.end is not None and (
             i + 1 == len(intervals) or intervals[i + 1].start != interval.end
         )
-        creates = int(opens_run and (i > 0 or counts_first_create) and start <= interval.start < end)
+        creates = int(opens_run and (i > 0 or first_is_create) and start <= interval.start < end)
         deletes = int(closes_run and interval.end is not None and start <= interval.end < end)
         lo = max(interval.start, start)
-        hi = clip if interval.end is None else min(interval.end, clip)
+        hi = upto if interval.end is None else min(interval.end, upto)
         micros = _microseconds(lo, hi) if hi > lo else 0
         if micros or creates or deletes:
             out.append(UsagePiece(interval, micros, creates, deletes))
     return out
+
+
+def interval_usage(intervals: Sequence[Interval], window: UsageWindow) -> dict[tuple[str, str], UsageLine]:
+    """Usage per (project_id, state) of intervals known otherwise than by a fold (an oracle's)."""
+    lines: dict[tuple[str, str], UsageLine] = {}
+    for piece in clip(intervals, window, first_is_create=True):
+        key = (piece.interval.project_id, piece.interval.state)
+        lines.setdefault(key, UsageLine()).add(piece_line(piece, None))
+    return lines
 
 
 def piece_line(piece: UsagePiece, received_at: datetime | None) -> UsageLine:

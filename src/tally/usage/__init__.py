@@ -23,11 +23,18 @@ from ._format import csv_rows as csv_rows
 from ._format import csv_text as csv_text
 from ._format import quantity_members as quantity_members
 from ._format import row_json as row_json
+from ._read import ExportedLine as ExportedLine
+from ._read import ExportedUsage as ExportedUsage
+from ._read import ExportError as ExportError
+from ._read import read_export as read_export
 
 __all__ = [
     "MAX_WINDOW",
     "PAGE_RESOURCES",
     "RESOURCE_COLUMNS",
+    "ExportError",
+    "ExportedLine",
+    "ExportedUsage",
     "UsageQuery",
     "UsageRow",
     "WindowError",
@@ -37,6 +44,7 @@ __all__ = [
     "csv_text",
     "group_rows",
     "quantity_members",
+    "read_export",
     "resource_page",
     "resource_pages",
     "resources_in_scope",
