@@ -28,51 +28,74 @@ _PAYLOAD_MEMBERS = {
 _KEY = "cloud, resource_type, resource_id"
 
 
+_EVENT_COLUMNS = (
+    "t.cloud, t.resource_type, t.resource_id, t.event_id, t.timestamp, t.received_at, "
+    "t.event_type, t.platform, t.project_id, t.source"
+)
+_JOIN = "ON t.cloud = k.{0} AND t.resource_type = k.{1} AND t.resource_id = k.{2}"
+_ORDER = "ORDER BY t.cloud, t.resource_type, t.resource_id, t.timestamp, t.received_at, t.event_id"
+
+
+def _event_filter(store: SqlStore, scope: UsageScope) -> tuple[str, list[Any]]:
+    params = [store.ts(scope.end)]
+    if scope.as_of is None:
+        return "t.timestamp < ?", params
+    return "t.timestamp < ? AND t.received_at < ?", [*params, store.ts(scope.as_of)]
+
+
 @lru_cache(maxsize=32)
-def _events_sql(dialect: str, count: int, with_as_of: bool) -> str:
+def _events_of_keys_sql(dialect: str, count: int, event_filter: str) -> str:
     state, size = _PAYLOAD_MEMBERS[dialect]
     values = ", ".join("(?, ?, ?)" for _ in range(count))
-    received = " AND t.received_at < ?" if with_as_of else ""
     return (
-        "SELECT t.cloud, t.resource_type, t.resource_id, t.event_id, t.timestamp, t.received_at, "
-        f"t.event_type, t.platform, t.project_id, t.source, {state}, {size} "
-        f"FROM (VALUES {values}) AS k JOIN events AS t "
-        "ON t.cloud = k.column1 AND t.resource_type = k.column2 AND t.resource_id = k.column3 "
-        f"WHERE t.timestamp < ?{received} "
-        "ORDER BY t.cloud, t.resource_type, t.resource_id, t.timestamp, t.received_at, t.event_id"
+        f"SELECT {_EVENT_COLUMNS}, {state}, {size} FROM (VALUES {values}) AS k JOIN events AS t "
+        f"{_JOIN.format('column1', 'column2', 'column3')} WHERE {event_filter} {_ORDER}"
     )
 
 
-def _keys_sql(
-    store: SqlStore, scope: UsageScope, after: ResourceKey | None, limit: int
-) -> tuple[str, list[Any]]:
+def _scope_conditions(store: SqlStore, scope: UsageScope, alias: str) -> tuple[list[str], list[Any]]:
+    """The conditions on the projection rows of a scope without a project."""
     conds: list[str] = []
     params: list[Any] = []
     for column in ("cloud", "platform", "resource_type"):
         value = getattr(scope, column)
         if value is not None:
-            conds.append(f"{column} = ?")
+            conds.append(f"{alias}{column} = ?")
             params.append(value)
-    if after is not None:
-        conds.append(f"({_KEY}) > (?, ?, ?)")
-        params += [after.cloud, after.resource_type, after.resource_id]
-    if scope.project_id is not None:
+    conds.append(f"{alias}first_event_at < ?")
+    params.append(store.ts(scope.end))
+    if scope.as_of is None:
+        # A row deleted before the window holds nothing in it: only a create revives a resource,
+        # and a create moves deleted_at. With as_of, a delete the store took later is not seen, so
+        # no row may be passed over.
+        conds.append(f"({alias}deleted_at IS NULL OR {alias}deleted_at >= ?)")
+        params.append(store.ts(scope.start))
+    return conds, params
+
+
+def _keys_sql(
+    store: SqlStore, scope: UsageScope, after: ResourceKey | None, limit: int
+) -> tuple[str, list[Any]]:
+    if scope.project_id is None:
+        conds, params = _scope_conditions(store, scope, "")
+        table = "current_resources"
+    else:
+        conds, params = [], []
+        for column in ("cloud", "platform", "resource_type"):
+            value = getattr(scope, column)
+            if value is not None:
+                conds.append(f"{column} = ?")
+                params.append(value)
         conds += ["project_id = ?", "timestamp < ?"]
         params += [scope.project_id, store.ts(scope.end)]
         if scope.as_of is not None:
             conds.append("received_at < ?")
             params.append(store.ts(scope.as_of))
-        table, distinct = "events", "DISTINCT "
-    else:
-        conds.append("first_event_at < ?")
-        params.append(store.ts(scope.end))
-        if scope.as_of is None:
-            # A row deleted before the window holds nothing in it: only a create revives a resource,
-            # and a create moves deleted_at. With as_of, a delete the store took later is not seen, so
-            # no row may be passed over.
-            conds.append("(deleted_at IS NULL OR deleted_at >= ?)")
-            params.append(store.ts(scope.start))
-        table, distinct = "current_resources", ""
+        table = "events"
+    if after is not None:
+        conds.append(f"({_KEY}) > (?, ?, ?)")
+        params += [after.cloud, after.resource_type, after.resource_id]
+    distinct = "DISTINCT " if scope.project_id is not None else ""
     sql = f"SELECT {distinct}{_KEY} FROM {table} WHERE {' AND '.join(conds)} ORDER BY {_KEY} LIMIT ?"
     return sql, [*params, limit + 1]
 
@@ -81,39 +104,56 @@ async def usage_histories(
     store: SqlStore, scope: UsageScope, *, limit: int, after: ResourceKey | None
 ) -> Page[tuple[ResourceKey, list[StoredEvent]], ResourceKey]:
     sql, params = _keys_sql(store, scope, after, limit)
+    event_filter, filter_params = _event_filter(store, scope)
+    histories: list[tuple[ResourceKey, list[StoredEvent]]] = []
     async with store._tx() as tx:
         recs = await tx.fetchall(sql, params)
         keys = [ResourceKey(*r) for r in recs[:limit]]
-        histories: dict[ResourceKey, list[StoredEvent]] = {}
-        tail = [store.ts(scope.end)] + ([store.ts(scope.as_of)] if scope.as_of is not None else [])
-        for start in range(0, len(keys), _KEY_CHUNK):
-            chunk = keys[start : start + _KEY_CHUNK]
-            bound = [part for key in chunk for part in (key.cloud, key.resource_type, key.resource_id)]
+        if keys and scope.project_id is None:
+            # The page's range of the projection joined to the events: one statement with a handful of
+            # parameters, the rows of the range walked in key order and each probed in the events.
+            conds, cond_params = _scope_conditions(store, scope, "k.")
+            last = keys[-1]
+            conds.append("(k.cloud, k.resource_type, k.resource_id) <= (?, ?, ?)")
+            cond_params += [last.cloud, last.resource_type, last.resource_id]
+            if after is not None:
+                conds.append("(k.cloud, k.resource_type, k.resource_id) > (?, ?, ?)")
+                cond_params += [after.cloud, after.resource_type, after.resource_id]
+            state, size = _PAYLOAD_MEMBERS[store.dialect]
             rows = await tx.fetchall(
-                _events_sql(store.dialect, len(chunk), scope.as_of is not None), [*bound, *tail]
+                f"SELECT {_EVENT_COLUMNS}, {state}, {size} FROM current_resources AS k JOIN events AS t "
+                f"{_JOIN.format('cloud', 'resource_type', 'resource_id')} "
+                f"WHERE {' AND '.join(conds)} AND {event_filter} {_ORDER}",
+                [*cond_params, *filter_params],
             )
             _collect(store, rows, histories)
-    page = [(key, histories[key]) for key in keys if key in histories]
-    return Page(page, keys[-1] if len(recs) > limit else None)
+        elif keys:
+            for start in range(0, len(keys), _KEY_CHUNK):
+                chunk = keys[start : start + _KEY_CHUNK]
+                bound = [part for key in chunk for part in (key.cloud, key.resource_type, key.resource_id)]
+                rows = await tx.fetchall(
+                    _events_of_keys_sql(store.dialect, len(chunk), event_filter), [*bound, *filter_params]
+                )
+                _collect(store, rows, histories)
+    return Page(histories, keys[-1] if len(recs) > limit else None)
 
 
 def _collect(
-    store: SqlStore,
-    rows: Sequence[Sequence[Any]],
-    into: dict[ResourceKey, list[StoredEvent]],
+    store: SqlStore, rows: Sequence[Sequence[Any]], into: list[tuple[ResourceKey, list[StoredEvent]]]
 ) -> None:
-    key: ResourceKey | None = None
+    """Append each key's events (``rows`` come in key order) to ``into``."""
+    from_ts, from_js = store.from_ts, store.from_js
+    last: tuple[str, str, str] | None = None
     events: list[StoredEvent] = []
     for cloud, rtype, rid, event_id, at, received, etype, platform, project_id, source, state, size in rows:
-        if key is None or key.resource_id != rid or key.resource_type != rtype or key.cloud != cloud:
-            key = ResourceKey(cloud, rtype, rid)
-            events = into.setdefault(key, [])
+        if last is None or last[2] != rid or last[1] != rtype or last[0] != cloud:
+            last = (cloud, rtype, rid)
+            events = []
+            into.append((ResourceKey(cloud, rtype, rid), events))
         payload: dict[str, Any] = {}
         if state is not None:
             payload["state"] = state
         if size is not None:
-            payload["size"] = store.from_js(size)
-        event = Event(
-            event_id, store.from_ts(at), etype, platform, cloud, rtype, rid, project_id, source, payload
-        )
-        events.append(StoredEvent(event, store.from_ts(received)))
+            payload["size"] = from_js(size)
+        event = Event(event_id, from_ts(at), etype, platform, cloud, rtype, rid, project_id, source, payload)
+        events.append(StoredEvent(event, from_ts(received)))

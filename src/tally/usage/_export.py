@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from tally.core import GroupKey, ResourceKey, UsageLine, UsageWindow, add_group_usage, resource_usage
 from tally.store import ResourceFilter, Store, UsageScope
 
-PAGE_RESOURCES = 500
+PAGE_RESOURCES = 1000
 MAX_WINDOW = timedelta(days=397)  # a year and a month: last year's invoices, with a margin
 RESOURCE_COLUMNS = ("cloud", "resource_type", "resource_id", "project_id")
 
