@@ -6,8 +6,9 @@ a resource that changed project is split where it changed, and an instance shut 
 apart from an active one, because the rating engine prices them apart.
 
 A line holds presence in microseconds, and for every numeric size member the integral of its value
-over time (member-microseconds), as ``Decimal``: integers of microseconds times the member's JSON
-number, so nothing rounds. ``seconds_text`` turns either into the decimal seconds the API answers.
+over time (member-microseconds): integers of microseconds times the member's JSON number, an
+``int`` for an integer member and a ``Decimal`` for a fractional one, so nothing rounds.
+``seconds_text`` turns either into the decimal seconds the API answers.
 Creates and deletes count the starts and ends of presence inside the window: a run of intervals
 that begins with a create, and one that a delete ends. Pure.
 """
@@ -30,6 +31,7 @@ PRICING_MEMBERS: Mapping[str, tuple[str, str]] = {
 }
 USAGE_GROUPS = frozenset({"cloud", "resource_type", "project_id", *PRICING_MEMBERS})
 _MICRO = Decimal(1_000_000)
+Quantity = int | Decimal
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,7 @@ class UsageLine:
     """Accumulated usage of one line (a resource's project and state, or a group and state)."""
 
     presence_us: int = 0
-    quantities: dict[str, Decimal] = field(default_factory=dict)  # member -> member-microseconds
+    quantities: dict[str, Quantity] = field(default_factory=dict)  # member -> member-microseconds
     creates: int = 0
     deletes: int = 0
     received_at: datetime | None = None
@@ -63,7 +65,7 @@ class UsageLine:
     def add(self, other: UsageLine) -> None:
         self.presence_us += other.presence_us
         for member, value in other.quantities.items():
-            self.quantities[member] = self.quantities.get(member, Decimal(0)) + value
+            self.quantities[member] = self.quantities.get(member, 0) + value
         self.creates += other.creates
         self.deletes += other.deletes
         theirs = other.received_at
@@ -81,12 +83,15 @@ class UsagePiece:
     deletes: int
 
 
-def _number(value: Any) -> Decimal | None:
+def _number(value: Any) -> Quantity | None:
     # A JSON number as it was written: a float's repr is the shortest text that reads back as it.
-    if isinstance(value, bool):
+    kind = type(value)
+    if kind is int:
+        return int(value)
+    if kind is bool:
         return None
     if isinstance(value, int):
-        return Decimal(value)
+        return int(value)
     if isinstance(value, float):
         return Decimal(repr(value))
     if isinstance(value, Decimal):
@@ -94,9 +99,9 @@ def _number(value: Any) -> Decimal | None:
     return None
 
 
-def numeric_members(size: Mapping[str, Any]) -> dict[str, Decimal]:
+def numeric_members(size: Mapping[str, Any]) -> dict[str, Quantity]:
     """The size members a quantity is booked for: every number (booleans are not quantities)."""
-    out: dict[str, Decimal] = {}
+    out: dict[str, Quantity] = {}
     for member, value in size.items():
         number = _number(value)
         if number is not None:
@@ -229,8 +234,12 @@ def add_group_usage(
         totals.setdefault(key, UsageLine()).add(piece_line(piece, newest))
 
 
-def seconds_text(micro_quantity: int | Decimal) -> str:
+def seconds_text(micro_quantity: Quantity) -> str:
     """Microseconds (or member-microseconds) as exact decimal seconds: ``72000``, ``1.5``, ``0.000001``."""
+    if type(micro_quantity) is int:
+        whole, micros = divmod(abs(micro_quantity), 1_000_000)
+        sign = "-" if micro_quantity < 0 else ""
+        return f"{sign}{whole}" if not micros else f"{sign}{whole}.{micros:06d}".rstrip("0")
     value = Decimal(micro_quantity) / _MICRO
     text = format(value, "f")
     if "." in text:

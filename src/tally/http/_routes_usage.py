@@ -134,7 +134,11 @@ async def usage(call: Call) -> Any:
     store = call.services.store
     if wants_csv:
         members = quantity_members(await store.list_resource_types(), query.resource_type)
-        return Response(_stream_csv(call, query, members), content_type="text/csv; charset=utf-8")
+        response = Response(_stream_csv(call, query, members), content_type="text/csv; charset=utf-8")
+        # Quart cuts a body still streaming after RESPONSE_TIMEOUT (60 s); a large cloud's month may
+        # take longer on a loaded host, and every line of it is being sent as it is computed.
+        response.timeout = None
+        return response
     columns = query.columns
     if query.group_by:
         arity = len(columns) + 1

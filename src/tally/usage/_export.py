@@ -11,8 +11,19 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from tally.core import GroupKey, ResourceKey, UsageLine, UsageWindow, add_group_usage, resource_usage
-from tally.store import ResourceFilter, Store, UsageScope
+import anyio
+import anyio.to_thread
+
+from tally.core import (
+    GroupKey,
+    ResourceKey,
+    StoredEvent,
+    UsageLine,
+    UsageWindow,
+    add_group_usage,
+    resource_usage,
+)
+from tally.store import Page, ResourceFilter, Store, UsageScope
 
 PAGE_RESOURCES = 1000
 MAX_WINDOW = timedelta(days=397)  # a year and a month: last year's invoices, with a margin
@@ -84,15 +95,19 @@ def _resource_rows(key: ResourceKey, lines: dict[tuple[str, str], UsageLine]) ->
     ]
 
 
+def _page_rows(items: Sequence[tuple[ResourceKey, list[StoredEvent]]], query: UsageQuery) -> list[UsageRow]:
+    rows: list[UsageRow] = []
+    for key, events in items:
+        rows += _resource_rows(key, resource_usage(events, query.window, project_id=query.project_id))
+    return rows
+
+
 async def resource_page(
     store: Store, query: UsageQuery, *, limit: int, after: ResourceKey | None = None
 ) -> tuple[list[UsageRow], ResourceKey | None, int]:
     """The lines of up to ``limit`` resources after ``after``: (rows, next key or None, resources read)."""
     page = await store.usage_histories(query.scope, limit=limit, after=after)
-    rows: list[UsageRow] = []
-    for key, events in page.items:
-        rows += _resource_rows(key, resource_usage(events, query.window, project_id=query.project_id))
-    return rows, page.next_key, len(page.items)
+    return _page_rows(page.items, query), page.next_key, len(page.items)
 
 
 async def resource_pages(
@@ -102,15 +117,31 @@ async def resource_pages(
     after: ResourceKey | None = None,
     progress: Progress | None = None,
 ) -> AsyncIterator[list[UsageRow]]:
-    """Every per-resource line of the query, a page at a time."""
+    """Every per-resource line of the query, a page at a time.
+
+    The next page is read while this one is folded (in a worker thread, so that the event loop
+    sends the query and takes its rows meanwhile): the database's time and the fold's overlap."""
+    page = await store.usage_histories(query.scope, limit=PAGE_RESOURCES, after=after)
     while True:
-        rows, after, read = await resource_page(store, query, limit=PAGE_RESOURCES, after=after)
+        ahead: list[HistoryPage] = []
+        async with anyio.create_task_group() as tg:
+            if page.next_key is not None:
+                tg.start_soon(_read_into, ahead, store, query, page.next_key)
+            rows = await anyio.to_thread.run_sync(_page_rows, page.items, query)
         if progress is not None:
-            progress(read)
+            progress(len(page.items))
         if rows:
             yield rows
-        if after is None:
+        if not ahead:
             return
+        page = ahead[0]
+
+
+HistoryPage = Page[tuple[ResourceKey, list[StoredEvent]], ResourceKey]
+
+
+async def _read_into(into: list[HistoryPage], store: Store, query: UsageQuery, after: ResourceKey) -> None:
+    into.append(await store.usage_histories(query.scope, limit=PAGE_RESOURCES, after=after))
 
 
 def _group_order(item: tuple[GroupKey, UsageLine]) -> tuple[tuple[str, ...], str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from tally.core import format_instant, seconds_text
@@ -64,9 +65,14 @@ def csv_text(lines: Iterable[Sequence[Any]]) -> str:
 def csv_rows(rows: Iterable[UsageRow], members: Sequence[str]) -> str:
     """CSV lines of ``rows``; a member the row does not hold is an empty cell (not a zero)."""
     out: list[list[Any]] = []
+    stamps: dict[datetime, str] = {}  # a batch's events share their received_at: format each once
     for row in rows:
         line = row.line
         quantities = line.quantities
+        received = line.received_at
+        stamp = ""
+        if received is not None:
+            stamp = stamps.get(received) or stamps.setdefault(received, format_instant(received))
         out.append(
             [
                 *("" if v is None else v for v in row.values),
@@ -75,7 +81,7 @@ def csv_rows(rows: Iterable[UsageRow], members: Sequence[str]) -> str:
                 *(seconds_text(quantities[m]) if m in quantities else "" for m in members),
                 line.creates,
                 line.deletes,
-                format_instant(line.received_at) if line.received_at is not None else "",
+                stamp,
             ]
         )
     return csv_text(out)
