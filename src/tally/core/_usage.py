@@ -178,14 +178,18 @@ def resource_usage(
     kept = window_events(events, window)
     if not kept:
         return {}
-    newest = max(e.received_at for e in kept)
+    newest = max(e.received_at for e in kept) if len(kept) > 1 else kept[0].received_at
     lines: dict[tuple[str, str], UsageLine] = {}
     for piece in pieces(kept, window):
         interval = piece.interval
         if project_id is not None and interval.project_id != project_id:
             continue
-        line = lines.setdefault((interval.project_id, interval.state), UsageLine())
-        line.add(piece_line(piece, newest))
+        key = (interval.project_id, interval.state)
+        line = lines.get(key)
+        if line is None:
+            lines[key] = piece_line(piece, newest)
+        else:
+            line.add(piece_line(piece, newest))
     return lines
 
 

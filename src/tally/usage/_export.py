@@ -89,6 +89,9 @@ class UsageRow:
 
 
 def _resource_rows(key: ResourceKey, lines: dict[tuple[str, str], UsageLine]) -> list[UsageRow]:
+    if len(lines) == 1:
+        [((project_id, state), line)] = lines.items()
+        return [UsageRow((key.cloud, key.resource_type, key.resource_id, project_id), state, line)]
     return [
         UsageRow((key.cloud, key.resource_type, key.resource_id, project_id), state, line)
         for (project_id, state), line in sorted(lines.items())
