@@ -181,3 +181,16 @@ def test_as_of_is_the_answer_of_the_events_received_by_then(events: list[StoredE
     assert _signature(resource_usage(events, window(0, 24, as_of_h=cut))) == _signature(
         resource_usage(received, window(0, 24))
     )
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(histories(), min_size=1, max_size=4), st.integers(1, 23))
+def test_groups_sum_the_resource_lines(resources: list[list[StoredEvent]], cut: int) -> None:
+    w = window(0, cut)
+    by_resource = UsageLine()
+    groups: dict[Any, UsageLine] = {}
+    for events in resources:
+        by_resource.add(total(resource_usage(events, w)))
+        add_group_usage(groups, ("resource_type", "project_id"), "c", "instance", events, w)
+    assert _flat(total(groups)) == _flat(by_resource)
+    assert {k[0][1] for k in groups} <= {"p1", "p2"}
