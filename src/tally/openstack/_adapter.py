@@ -30,6 +30,7 @@ import httpx
 from tally.config import CloudEntry
 from tally.core import format_instant
 from tally.reconcile import (
+    AccountCheck,
     DeletedResource,
     Observation,
     ObservedResource,
@@ -40,7 +41,7 @@ from tally.reconcile import (
     SizeNamesFailed,
 )
 
-from ._clouds_yaml import ResolvedCloud, resolve_cloud
+from ._clouds_yaml import ResolvedCloud, resolve_cloud, warn_if_unpinned
 from ._evidence import (
     ListingInvalid,
     observe_deleted_server,
@@ -50,15 +51,14 @@ from ._evidence import (
     observe_server,
     observe_volume,
 )
-from ._keystone import EndpointMissing, Grant, authenticate
-from ._listing import ListingFailed, get_json, list_all, tls_context
+from ._keystone import EndpointMissing, Grant, authenticate, listing_client
+from ._listing import ListingFailed, get_json, list_all, under
 from ._settings import AdapterConfigError, OpenStackSettings, parse_adapter_config
 
 log = logging.getLogger(__name__)
 
 EMBEDDED_FLAVOR = (2, 47)
 LISTING_OF = {"instance": "server", "volume": "volume", "floating_ip": "floating_ip", "image": "image"}
-REQUEST_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 
 
 def negotiate_microversion(document: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -73,13 +73,6 @@ def negotiate_microversion(document: Mapping[str, Any]) -> tuple[int, int] | Non
     major, _, minor = str(version["version"]).partition(".")
     newest = (int(major), int(minor or 0))
     return min(newest, EMBEDDED_FLAVOR)
-
-
-def under(base: str, suffix: str, versioned: str) -> str:
-    """``base`` + ``suffix``, inserting the API's version segment unless the catalog URL carries it."""
-    if base.rstrip("/").endswith(versioned):
-        return base.rstrip("/") + suffix
-    return base.rstrip("/") + versioned + suffix
 
 
 @dataclass(slots=True)
@@ -101,6 +94,18 @@ class OpenStackAdapter:
         self._entry = entry
 
     @staticmethod
+    def check_environment() -> None:
+        """At startup: warn when OS_CLIENT_CONFIG_FILE is unset (see ``warn_if_unpinned``)."""
+        warn_if_unpinned()
+
+    @staticmethod
+    async def check_account(entry: CloudEntry) -> AccountCheck:
+        """``tally check-cloud``: seed 001's account check of the entry's clouds.yaml entry."""
+        from ._check import check_cloud
+
+        return await check_cloud(parse_adapter_config(entry.adapter_config))
+
+    @staticmethod
     def validate_config(entry: CloudEntry) -> str | None:
         try:
             parse_adapter_config(entry.adapter_config)
@@ -115,7 +120,7 @@ class OpenStackAdapter:
             raise RunAborted(str(exc)) from exc
 
     async def _grant(self, settings: OpenStackSettings) -> tuple[ResolvedCloud, Grant]:
-        cloud = await anyio.to_thread.run_sync(resolve_cloud, settings.os_cloud)
+        cloud = await anyio.to_thread.run_sync(resolve_cloud, settings.os_cloud, abandon_on_cancel=True)
         return cloud, await authenticate(cloud)
 
     async def observe(self, request: ObserveRequest) -> Observation:
@@ -123,10 +128,7 @@ class OpenStackAdapter:
         progress = request.progress
         progress.begin("server")
         cloud, grant = await self._grant(settings)
-        headers = {"X-Auth-Token": grant.token, "Accept": "application/json"}
-        async with httpx.AsyncClient(
-            headers=headers, verify=tls_context(grant.verify), timeout=REQUEST_TIMEOUT
-        ) as client:
+        async with listing_client(grant) as client:
             compute = await self._probe(client, grant, cloud)
             microversion = await self._negotiate(client, compute)
             progress.end("server")
@@ -178,8 +180,8 @@ class OpenStackAdapter:
                 await work()
             except (ListingFailed, EndpointMissing, ListingInvalid) as exc:
                 out.fail(resource_type, listing, exc)
-            finally:
-                progress.end(listing)
+            # Not on cancellation: a listing the budget cut off stays in the record the error is written from.
+            progress.end(listing)
 
         async def live_servers() -> None:
             if flavors_embedded:
@@ -321,10 +323,7 @@ class OpenStackAdapter:
                 _, grant = await self._grant(settings)
             except RunAborted as exc:
                 raise SizeNamesFailed(f"listing the volume types: {exc}") from exc
-            headers = {"X-Auth-Token": grant.token, "Accept": "application/json"}
-            async with httpx.AsyncClient(
-                headers=headers, verify=tls_context(grant.verify), timeout=REQUEST_TIMEOUT
-            ) as client:
+            async with listing_client(grant) as client:
                 try:
                     url = grant.endpoint("block-storage") + "/types"
                     listed = await list_all(
