@@ -81,6 +81,12 @@ class Harness:
     def entry_for(self, os_cloud: str, **config: Any) -> CloudEntry:
         return CloudEntry(self.cloud, "openstack", "openstack", {"os_cloud": os_cloud, **config})
 
+    def add_clouds_yaml_entry(self, name: str, entry: dict[str, Any]) -> None:
+        """Add (or replace) the clouds.yaml entry ``name``."""
+        clouds = yaml.safe_load(self.clouds_yaml.read_text())
+        clouds["clouds"][name] = entry
+        self.clouds_yaml.write_text(yaml.safe_dump(clouds))
+
     def at(self, instant: datetime) -> None:
         """Move the fake cloud's clock to ``instant``."""
         self.wall.now = (instant - T0).total_seconds()

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
-from reconcile_support import T0, Harness, builder, minutes, open_harness
+from reconcile_support import T0, Harness, minutes, open_harness
+from test_sync_failures import world_with_everything
 
 from tally.openstack import resolve_cloud
 from tally.openstack._keystone import authenticate, listing_client
@@ -23,24 +23,6 @@ from tally.simulator.fakecloud import ADMIN_PASSWORD, ADMIN_PROJECT, ADMIN_USER
 from tally.store import Store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)]
-
-
-def world():  # type: ignore[no-untyped-def]
-    b = builder()
-    p = b.project("alpha")
-    f = b.flavor("m1.small", vcpus=1, ram_mb=2048, disk_gb=20)
-    vt = b.volume_type("ssd")
-    b.instance(p, f, created_at=T0 + minutes(1))
-    b.volume(p, vt, size_gb=5, created_at=T0 + minutes(2))
-    b.floating_ip(p, address="203.0.113.5", created_at=T0 + minutes(3))
-    b.image(p, size_bytes=2**30, created_at=T0 + minutes(4))
-    return b.build()
-
-
-def add_entry(h: Harness, name: str, entry: dict[str, Any]) -> None:
-    clouds = yaml.safe_load(h.clouds_yaml.read_text())
-    clouds["clouds"][name] = entry
-    h.clouds_yaml.write_text(yaml.safe_dump(clouds))
 
 
 async def admin_token(h: Harness) -> str:
@@ -126,9 +108,9 @@ def entries(h: Harness, token: str) -> dict[str, dict[str, Any]]:
 async def test_a_plugin_the_fake_serves_runs_a_whole_sync(
     store: Store, tmp_path: Path, os_cloud: str
 ) -> None:
-    async with open_harness(world(), store, tmp_path) as h:
+    async with open_harness(world_with_everything()[0], store, tmp_path) as h:
         h.at(T0 + minutes(60))
-        add_entry(h, os_cloud, entries(h, await admin_token(h))[os_cloud])
+        h.add_clouds_yaml_entry(os_cloud, entries(h, await admin_token(h))[os_cloud])
         outcome = await h.sync(T0 + minutes(60), entry=h.entry_for(os_cloud))
         assert outcome.status is Status.COMPLETED, (await h.run_row(outcome))["stats"]["errors"]
         assert outcome.stats["created"] == 4
@@ -137,9 +119,8 @@ async def test_a_plugin_the_fake_serves_runs_a_whole_sync(
 async def test_a_plugin_the_fake_cannot_serve_reaches_keystone_as_keystoneauth_built_it(
     store: Store, tmp_path: Path
 ) -> None:
-    async with open_harness(world(), store, tmp_path) as h:
-        add_entry(
-            h,
+    async with open_harness(world_with_everything()[0], store, tmp_path) as h:
+        h.add_clouds_yaml_entry(
             "totp",
             {
                 "auth_type": "v3totp",
@@ -162,7 +143,7 @@ async def test_a_plugin_the_fake_cannot_serve_reaches_keystone_as_keystoneauth_b
 
 
 async def test_a_token_refused_with_401_is_replaced_once(store: Store, tmp_path: Path) -> None:
-    async with open_harness(world(), store, tmp_path) as h:
+    async with open_harness(world_with_everything()[0], store, tmp_path) as h:
         h.at(T0 + minutes(60))
         grant = await authenticate(resolve_cloud("admin"))
         first = grant.token

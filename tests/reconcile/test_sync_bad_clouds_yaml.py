@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from reconcile_support import T0, Harness, builder, minutes, open_harness
 from test_commands import configure, run_cli
 
@@ -67,9 +66,8 @@ async def test_a_broken_entry_fails_its_sync_and_its_check_in_one_line(
     async with open_harness(builder().build(), store, tmp_path) as h:
         h.at(T0 + minutes(60))
         broken = broken_entries(h, home)
-        clouds = yaml.safe_load(h.clouds_yaml.read_text())
-        clouds["clouds"].update({name: entry for name, (entry, _) in broken.items()})
-        h.clouds_yaml.write_text(yaml.safe_dump(clouds))
+        for name, (entry, _) in broken.items():
+            h.add_clouds_yaml_entry(name, entry)
         for name, (_, reason) in broken.items():
             line = f'authenticating against the cloud "{name}": {reason}'
             outcome = await h.sync(T0 + minutes(60), entry=h.entry_for(name))

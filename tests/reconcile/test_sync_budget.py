@@ -21,11 +21,11 @@ async def test_a_budget_ending_mid_run_names_every_listing_still_running(
     world, _ = world_with_everything()
 
     def slow_cinder_and_glance(state: FakeCloudState) -> None:
-        state.faults.slow["block-storage"] = 5.0
-        state.faults.slow["image"] = 5.0
+        state.faults.slow["block-storage"] = 8.0
+        state.faults.slow["image"] = 8.0
 
     async with open_harness(world, store, tmp_path, prepare=slow_cinder_and_glance) as h:
-        h.budget_s = 1.5
+        h.budget_s = 3.0
         outcome = await h.sync(T0 + minutes(60))
         assert outcome.status is Status.FAILED
         assert (await h.run_row(outcome))["stats"]["errors"] == [

@@ -14,7 +14,6 @@ from typing import Any
 import anyio
 import pytest
 import trustme
-import yaml
 from anyio.abc import TaskStatus
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
@@ -89,19 +88,14 @@ def world():  # type: ignore[no-untyped-def]
 
 
 def add_entry(h: Harness, name: str, **tls: Any) -> None:
-    clouds = yaml.safe_load(h.clouds_yaml.read_text())
-    clouds["clouds"][name] = {
-        "auth_type": "password",
-        "auth": {
-            "auth_url": f"{h.base_url}/v3",
-            "username": ADMIN_USER,
-            "password": ADMIN_PASSWORD,
-            "project_name": ADMIN_PROJECT,
-            "default_domain_name": "Default",
-        },
-        **tls,
+    auth = {
+        "auth_url": f"{h.base_url}/v3",
+        "username": ADMIN_USER,
+        "password": ADMIN_PASSWORD,
+        "project_name": ADMIN_PROJECT,
+        "default_domain_name": "Default",
     }
-    h.clouds_yaml.write_text(yaml.safe_dump(clouds))
+    h.add_clouds_yaml_entry(name, {"auth_type": "password", "auth": auth, **tls})
 
 
 CLIENT = {"cert": "~/client.pem", "key": "~/client.key"}

@@ -1,6 +1,6 @@
 """The OpenStack adapter: one run's requests, in the seed's order.
 
-1. Resolve the clouds.yaml entry and request a token (POST, keystone).
+1. Resolve the clouds.yaml entry and get a token through keystoneauth1 (``_keystone``).
 2. Probe: one server across every project. A refusal ends the run before any
    listing, naming the entry: only nova refuses a lesser account loudly, and the
    other services would answer it with a narrowed listing that reads as complete.
@@ -12,8 +12,9 @@
    to all, then the hidden ones), load balancers (only with include_octavia).
 5. Size names: a second token request, then cinder's volume types, private ones too.
 
-Every request but the two token POSTs is a GET one of the eight access rules of
-a read-only application credential allows. A failure that belongs to one type
+Every request but keystone's (the token POSTs, and the version document the
+generic plugins read) is a GET one of the eight access rules of a read-only
+application credential allows. A failure that belongs to one type
 costs that type its completeness and nothing else.
 """
 

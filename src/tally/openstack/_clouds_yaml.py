@@ -32,11 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from keystoneauth1 import exceptions as ks_exceptions
 from openstack.config.cloud_region import CloudRegion
 from openstack.config.loader import OpenStackConfig
 
-from openstack import exceptions as sdk_exceptions
 from tally.reconcile import RunAborted
 
 log = logging.getLogger(__name__)
@@ -177,13 +175,16 @@ def resolve_cloud(
             load_envvars=False,
         )
         unloaded = config.get_one(cloud=os_cloud, validate=False, **overrides)
-    except (sdk_exceptions.SDKException, OSError, ValueError, yaml.YAMLError) as exc:
+    except Exception as exc:
+        # SDKException, OSError, YAMLError, ValueError, and whatever else openstacksdk raises for an entry
+        # of an unexpected shape (a string where a mapping belongs): one line, never a traceback.
         raise RunAborted(f'resolving the clouds.yaml entry "{os_cloud}" in {path}: {one_line(exc)}') from exc
     missing = missing_secret(str(unloaded.config.get("auth_type") or "password"), unloaded.config.get("auth"))
     if missing is not None:
         raise refused(os_cloud, missing)
     try:
         region = config.get_one(cloud=os_cloud, validate=True, **overrides)
-    except (ks_exceptions.ClientException, sdk_exceptions.SDKException, ValueError) as exc:
+    except Exception as exc:
+        # keystoneauth1's plugin loading: a missing option, an unknown plugin, or the plugin's own error.
         raise refused(os_cloud, exc) from exc
     return ResolvedCloud(entry=os_cloud, path=path, region=region)
