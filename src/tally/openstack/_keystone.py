@@ -26,7 +26,7 @@ from keystoneauth1.identity import base as ks_identity
 from keystoneauth1.session import Session
 
 from ._clouds_yaml import ResolvedCloud
-from ._listing import budget_left_s
+from ._listing import CONNECT_TIMEOUT_S, budget_left_s
 from ._tls import tls_context
 
 # Cinder registers under two types on many deployments (Kolla: block-storage and volumev3).
@@ -60,7 +60,9 @@ class Grant:
         self._lock = anyio.Lock()
 
     def _fetch_blocking(self, timeout_s: float, *, fresh: bool) -> None:
-        self.session.timeout = timeout_s
+        # requests takes (connect, read): keystone may answer as late as the budget allows, but a host
+        # that does not accept the connection is down. keystoneauth1 passes the pair through unread.
+        self.session.timeout = (min(CONNECT_TIMEOUT_S, timeout_s), timeout_s)  # type: ignore[assignment]
         if fresh:
             self.auth.invalidate()
         try:
