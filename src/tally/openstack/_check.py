@@ -40,9 +40,12 @@ async def check_cloud(settings: OpenStackSettings) -> AccountCheck:
         return report
     report.ok.append(f"token: issued for project {grant.project_id}")
     async with listing_client(grant) as client:
-        await _probe_and_deleted(client, grant, settings, report)
-        await _reach(client, grant, settings, report)
-        await _rules(client, grant, settings, report)
+        try:
+            await _probe_and_deleted(client, grant, settings, report)
+            await _reach(client, grant, settings, report)
+            await _rules(client, grant, settings, report)
+        except RunAborted as exc:  # keystone refused the new token a 401 asked for
+            report.findings.append(f"token: {exc}")
     return report
 
 
@@ -150,7 +153,7 @@ async def _rules(
             response = await client.get(
                 url, params={"limit": "1"} if suffix != "/" else None, timeout=request_timeout()
             )
-        except (httpx.HTTPError, RunAborted) as exc:
+        except httpx.HTTPError as exc:
             report.findings.append(f"access rules: {service} GET {rule}: {type(exc).__name__}: {exc}")
             continue
         if response.status_code == 401:
