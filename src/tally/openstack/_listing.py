@@ -5,6 +5,10 @@ next request is rebuilt from the original query plus that marker rather than
 taken from the service's link, because link hosts and schemes are wrong behind
 proxies and octavia drops filters from its links. A page is converted item by
 item as it arrives, so a 100,000-item listing never holds its raw JSON at once.
+
+Each request may wait for its answer as long as the run's budget has left (the
+enclosing cancel scope's deadline), so a slow page is waited for and a budget
+that ends mid-listing is what stops it; only its connect has a bound of its own.
 """
 
 from __future__ import annotations
