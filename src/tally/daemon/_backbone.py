@@ -71,6 +71,7 @@ async def open_backbone(settings: Settings) -> AsyncIterator[Backbone]:
             from tally.reconcile import SyncService
 
             sync = SyncService.from_settings(settings, store=store, pipeline=pipeline)
+            await sync.restore_last_completed()
         yield Backbone(store, pipeline, sync)
 
 
