@@ -8,8 +8,7 @@ import sqlite3
 from datetime import datetime
 
 import pytest
-
-from conftest import CLOUD, Scrapes, exposed_names
+from deploy_support import CLOUD, Scrapes, exposed_names
 
 pytestmark = pytest.mark.rabbitmq
 

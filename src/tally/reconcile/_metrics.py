@@ -35,6 +35,10 @@ SYNC_DURATION = Histogram(
     # Around the default 45 s budget, where "close to the budget" must be readable.
     buckets=(0.5, 1, 2.5, 5, 10, 20, 30, 40, 45, 60, 90, 120, 300, 900, 3600),
 )
+SYNC_BUDGET = Gauge(
+    "tally_sync_budget_seconds",
+    "TALLY_REPORTING_SYNC_BUDGET_S: a run still working then ends failed (the near-budget alert reads it).",
+)
 LAST_COMPLETED = Gauge(
     "tally_sync_last_completed_timestamp_seconds",
     "Wall-clock instant the cloud's last completed run finished (0 until one has).",

@@ -53,6 +53,7 @@ class SyncService:
         self._settings = settings
         self._open_adapter = open_adapter
         self._problems: dict[str, str] = {}
+        _metrics.SYNC_BUDGET.set(settings.budget_s)
         for entry in entries:
             _metrics.init_cloud(entry.cloud)
             reason = validate_adapter_config(entry)
