@@ -32,6 +32,7 @@ class Settings(BaseSettings):
     reporting_http_port: int = Field(8080, ge=0, le=65535)
     reporting_db_url: SecretStr | None = None
     reporting_db_max_conns: int = Field(10, ge=1, le=1000)
+    reporting_db_start_timeout_s: int = Field(300, ge=0, le=86400)
     reporting_migrate_on_start: bool = True
     reporting_auth_mode: Literal["enforced", "disabled"] = "enforced"
     reporting_internal_token: SecretStr | None = None

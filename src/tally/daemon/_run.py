@@ -2,8 +2,9 @@
 
 Exit codes: 0 after a drain on SIGTERM/SIGINT; 1 when the supervisor gave up (restart intensity
 exceeded) or a second signal forced the stop; 2 when the settings were refused before anything
-started (``_preflight``). A non-zero exit is the signal for systemd
-(``Restart=on-failure``) or the container runtime to start a fresh process.
+started (``_preflight``), or the store refused the login or stayed away past its bound
+(``_startup``). A non-zero exit is the signal for systemd (``Restart=on-failure``) or the container
+runtime to start a fresh process.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ import anyio
 from tally.actors import Supervisor, SupervisorGaveUp
 from tally.config import Settings
 from tally.http import CheckResult, Readiness
+from tally.store import dialect_of
 
 from ._notify import Notifier
 from ._preflight import refusal, warn_about
-from ._tree import build_tree
+from ._startup import wait_for_store
+from ._tree import build_tree, needs_store
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +37,16 @@ async def run_daemon(settings: Settings, *, notifier: Notifier | None = None) ->
     warn_about(settings)
     notifier = notifier or Notifier.from_environ()
     settings.state_dir.mkdir(parents=True, exist_ok=True)
+    if needs_store(settings):
+        problem = await wait_for_store(settings, notifier)
+        if problem is not None:
+            log.error("tally not starting: %s", problem)
+            print(f"tally: {problem}", file=sys.stderr)
+            return 2
     readiness = Readiness()
-    supervisor = Supervisor(build_tree(settings, readiness), shutdown_grace_s=settings.shutdown_grace_s)
+    supervisor = Supervisor(
+        build_tree(settings, readiness, notifier), shutdown_grace_s=settings.shutdown_grace_s
+    )
 
     async def actors_started() -> CheckResult:
         state = supervisor.statistics().state.value
@@ -71,7 +82,7 @@ async def run_daemon(settings: Settings, *, notifier: Notifier | None = None) ->
 
     log.info(
         "tally starting store=%s http=%s:%d state_dir=%s actors=%s",
-        "postgresql" if settings.reporting_db_url else "sqlite",
+        dialect_of(settings.store_url),
         settings.reporting_http_addr,
         settings.reporting_http_port,
         settings.state_dir,

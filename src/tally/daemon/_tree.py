@@ -32,6 +32,7 @@ from tally.ingest import IngestPipeline, keep_current_resources_fresh
 from ._backbone import Backbone, backbone_resource
 from ._collector import collector_child
 from ._frontend import health_app, http_front_end, reporting_app
+from ._notify import Notifier
 
 
 def needs_store(settings: Settings) -> bool:
@@ -40,12 +41,12 @@ def needs_store(settings: Settings) -> bool:
     return settings.reporting_enabled or in_process_sink or settings.reporting_clouds_config is not None
 
 
-def build_tree(settings: Settings, readiness: Readiness) -> list[ChildSpec]:
-    """The supervisor's children for ``settings``, in start order."""
+def build_tree(settings: Settings, readiness: Readiness, notifier: Notifier | None = None) -> list[ChildSpec]:
+    """The supervisor's children for ``settings``, in start order (``notifier`` hears the migrations)."""
     children: list[ChildSpec] = []
     backbone: Resource[Backbone] | None = None
     if needs_store(settings):
-        backbone = backbone_resource(settings, readiness)
+        backbone = backbone_resource(settings, readiness, notifier or Notifier(None))
         children.append(backbone.child())
         if settings.metrics_enabled:
             children.append(_current_resources(settings, backbone))
