@@ -41,7 +41,7 @@ def test_a_broken_line_is_named_and_nothing_is_published(
 
 
 def test_replay_puts_the_file_on_rabbitmq_again(
-    tmp_path: Path, amqp_url: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, amqp_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = month_files(tmp_path)
     expected = [orjson.loads(line) for line in path.read_bytes().splitlines()]
@@ -74,6 +74,9 @@ def test_replay_puts_the_file_on_rabbitmq_again(
     bodies = anyio.run(run)
     want = [e["body"].encode() if isinstance(e["body"], str) else orjson.dumps(e["body"]) for e in on_nova]
     assert bodies == want
+    # Progress with an ETA, the last line once every notification is confirmed.
+    progress = [line for line in capsys.readouterr().err.splitlines() if line.startswith("replay published=")]
+    assert progress[-1] == f"replay published={len(expected)}/{len(expected)} eta=0:00"
 
 
 def _history(r: OracleResource, cloud: str, *, end_late: timedelta = timedelta(0)) -> tuple[StoredEvent, ...]:
