@@ -59,6 +59,7 @@ class Settings(BaseSettings):
     osc_reporting_insecure: bool = False
     osc_token: SecretStr | None = None
     osc_buffer_path: Path | None = None
+    osc_http_addr: str = "127.0.0.1"
     osc_http_port: int = Field(9090, ge=0, le=65535)
     osc_batch_max: int = Field(500, ge=1, le=1000)
     osc_flush_interval_s: float = Field(5.0, gt=0, le=3600)

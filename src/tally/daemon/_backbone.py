@@ -7,7 +7,8 @@ time meanwhile, since a long migration must not be killed by the unit's start ti
 write through, and the ``SyncService`` of the configured clouds. Building them here, once the store is
 open, keeps one instance of each for the life of the store.
 
-Its readiness checks: ``store`` (the database answers) and ``schema`` (not behind this build's
+Its readiness checks: ``store`` (the database answers; failing longer than
+``TALLY_REPORTING_UNHEALTHY_THRESHOLD_S`` also turns ``/healthz`` 503) and ``schema`` (not behind this build's
 migrations; with migrations off, ``/readyz`` stays 503 until an operator runs ``tally migrate up``).
 """
 
@@ -124,7 +125,7 @@ def backbone_resource(
         clouds = await sync.readiness_check()
         return CheckResult(clouds.ready, clouds.detail)
 
-    readiness.register("store", store_answers)
+    readiness.register("store", store_answers, unhealthy_after_s=settings.reporting_unhealthy_threshold_s)
     readiness.register("schema", schema_current)
     if settings.reporting_clouds_config is not None:
         readiness.register("clouds", clouds_config)
