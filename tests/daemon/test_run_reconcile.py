@@ -13,8 +13,8 @@ from pathlib import Path
 
 import httpx
 import yaml
+from daemon_fakecloud import fake_cloud, write_clouds_yaml
 from daemon_support import daemon_env, free_port, running_daemon, wait_until_ready
-from fakecloud_support import fake_cloud, write_clouds_yaml
 
 INTERNAL = "internal-secret-for-tests"
 

@@ -23,8 +23,8 @@ import yaml
 # The daemon tests' helpers, also when this directory is run alone.
 sys.path.insert(0, str(Path(__file__).parent.parent / "daemon"))
 
+from daemon_fakecloud import fake_cloud, write_clouds_yaml
 from daemon_support import daemon_env, free_port, running_daemon, wait_until_ready
-from fakecloud_support import fake_cloud, write_clouds_yaml
 
 INTERNAL = "internal-secret-for-deploy-tests"
 CLOUD = "os-fake"

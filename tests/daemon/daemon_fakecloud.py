@@ -12,17 +12,11 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import yaml
 from anyio.from_thread import start_blocking_portal
 
 from tally.simulator.clock import VirtualClock
-from tally.simulator.fakecloud import (
-    ADMIN_PASSWORD,
-    ADMIN_PROJECT,
-    ADMIN_USER,
-    create_fake_cloud_app,
-    serve_fake_cloud,
-)
+from tally.simulator.fakecloud import create_fake_cloud_app, serve_fake_cloud
+from tally.simulator.simulate import write_cloud_files
 from tally.simulator.world import World, WorldBuilder
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
@@ -52,27 +46,6 @@ def fake_cloud() -> Iterator[str]:
 
 
 def write_clouds_yaml(directory: Path, base_url: str) -> Path:
-    """clouds.yaml with the fake's admin account as cloud ``admin``."""
-    clouds_yaml = directory / "clouds.yaml"
-    clouds_yaml.write_text(
-        yaml.safe_dump(
-            {
-                "clouds": {
-                    "admin": {
-                        "auth_type": "password",
-                        "auth": {
-                            "auth_url": f"{base_url}/v3",
-                            "username": ADMIN_USER,
-                            "password": ADMIN_PASSWORD,
-                            "project_name": ADMIN_PROJECT,
-                            "user_domain_name": "Default",
-                            "project_domain_name": "Default",
-                        },
-                        "region_name": "RegionOne",
-                        "interface": "public",
-                    }
-                }
-            }
-        )
-    )
+    """clouds.yaml with the fake's admin account as cloud ``admin`` (the simulator's own writer)."""
+    clouds_yaml, _ = write_cloud_files(directory, base_url, "admin")
     return clouds_yaml
