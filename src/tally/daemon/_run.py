@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import sys
 
 import anyio
@@ -22,7 +23,7 @@ from tally.store import dialect_of
 
 from ._notify import Notifier
 from ._preflight import refusal, warn_about
-from ._startup import wait_for_store
+from ._startup import StoreWait, wait_for_store
 from ._tree import build_tree, needs_store
 
 log = logging.getLogger(__name__)
@@ -37,15 +38,22 @@ async def run_daemon(settings: Settings, *, notifier: Notifier | None = None) ->
     warn_about(settings)
     notifier = notifier or Notifier.from_environ()
     settings.state_dir.mkdir(parents=True, exist_ok=True)
-    if needs_store(settings):
-        problem = await wait_for_store(settings, notifier)
-        if problem is not None:
-            log.error("tally not starting: %s", problem)
-            print(f"tally: {problem}", file=sys.stderr)
-            return 2
+    waited = await wait_for_store(settings, notifier) if needs_store(settings) else StoreWait(None)
+    if waited.problem is not None:
+        log.error("tally not starting: %s", waited.problem)
+        print(f"tally: {waited.problem}", file=sys.stderr)
+        return 2
+    try:
+        return await _run_tree(settings, notifier, waited.sock)
+    finally:
+        if waited.sock is not None:
+            waited.sock.close()
+
+
+async def _run_tree(settings: Settings, notifier: Notifier, sock: socket.socket | None) -> int:
     readiness = Readiness()
     supervisor = Supervisor(
-        build_tree(settings, readiness, notifier), shutdown_grace_s=settings.shutdown_grace_s
+        build_tree(settings, readiness, notifier, listening=sock), shutdown_grace_s=settings.shutdown_grace_s
     )
 
     async def actors_started() -> CheckResult:

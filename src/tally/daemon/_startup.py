@@ -7,16 +7,18 @@ line and exit 2, so that systemd's ``Restart=on-failure`` or the container runti
 
 While it waits the daemon is alive and says so: ``/healthz`` answers 200 and ``/readyz`` 503 with
 the store's last error, on the configured port (so a liveness probe does not kill a process that is
-only waiting), and systemd hears ``EXTEND_TIMEOUT_USEC`` so that its start timeout does not kill
-it first. Attempts are spaced by an exponential backoff with full jitter (``backoff_delays``), so
-that replicas restarted together do not probe the database in step. The first attempt costs
-nothing extra: the health server starts only once it failed.
+only waiting); the listening socket is then handed to the real front end (``StoreWait.sock``), so
+no connection is refused in between. systemd hears ``EXTEND_TIMEOUT_USEC`` so that its start
+timeout does not kill it first. Attempts are spaced by an exponential backoff with full jitter
+(``backoff_delays``), so that replicas restarted together do not probe the database in step. The
+first attempt costs nothing extra: the health server starts only once it failed.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,7 +27,7 @@ from functools import partial
 import anyio
 
 from tally.config import Settings
-from tally.http import CheckResult, Readiness, serve_quart
+from tally.http import CheckResult, Readiness, listen_socket, serve_quart
 from tally.store import ProbeResult, probe_store
 
 from ._frontend import health_app
@@ -47,6 +49,16 @@ def backoff_delays(
         ceiling = min(max_s, ceiling * 2)
 
 
+@dataclass(frozen=True)
+class StoreWait:
+    """How the wait ended: ``problem`` is the line to print before exiting 2 (None: the store
+    answers); ``sock`` the socket the probes listened on, for the front end (None if none was opened).
+    The caller closes it."""
+
+    problem: str | None
+    sock: socket.socket | None = None
+
+
 @dataclass
 class _Waiting:
     """What ``/readyz`` says while waiting."""
@@ -58,17 +70,19 @@ class _Waiting:
 
 async def wait_for_store(
     settings: Settings, notifier: Notifier, *, rng: random.Random | None = None
-) -> str | None:
-    """None once the store answers; else the line to print before exiting 2 (refused, or the bound)."""
+) -> StoreWait:
+    """Once the store answers, or the start must end (refused, or the bound): see ``StoreWait``."""
     url = settings.store_url
     first = await probe_store(url)
     if first.ok:
-        return None
+        return StoreWait(None)
     if first.permanent:
-        return f"TALLY_REPORTING_DB_URL: {first.detail}"
+        return StoreWait(f"TALLY_REPORTING_DB_URL: {first.detail}")
     bound_s = settings.reporting_db_start_timeout_s
     if bound_s == 0:
-        return f"TALLY_REPORTING_DB_URL: {first.detail} (TALLY_REPORTING_DB_START_TIMEOUT_S=0: not waiting)"
+        return StoreWait(
+            f"TALLY_REPORTING_DB_URL: {first.detail} (TALLY_REPORTING_DB_START_TIMEOUT_S=0: not waiting)"
+        )
     waiting = _Waiting(attempts=1, last=first)
     readiness = Readiness()
 
@@ -83,6 +97,7 @@ async def wait_for_store(
     readiness.register("store", store_check)
     deadline = time.monotonic() + bound_s
     outcome: str | None = None
+    sock = listen_socket(settings.reporting_http_addr, settings.reporting_http_port)
     async with anyio.create_task_group() as tg:
         await tg.start(
             partial(
@@ -91,6 +106,7 @@ async def wait_for_store(
                 settings.reporting_http_addr,
                 settings.reporting_http_port,
                 graceful_timeout_s=1.0,
+                sock=sock,
             )
         )
         tg.start_soon(notifier.keep_extending_start)
@@ -122,4 +138,7 @@ async def wait_for_store(
                 )
                 break
         tg.cancel_scope.cancel()
-    return outcome
+    if outcome is not None:
+        sock.close()
+        return StoreWait(outcome)
+    return StoreWait(None, sock)
