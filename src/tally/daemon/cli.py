@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sync": ("tally.reconcile.commands", "run one sync of a configured cloud and print its answer"),
     "check-cloud": ("tally.reconcile.commands", "check the account a cloud's clouds.yaml entry names"),
     "migrate": ("tally.store.commands", "apply, roll back or show the database migrations"),
+    "usage": ("tally.usage.commands", "export metered usage of a window (CSV or JSON)"),
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
