@@ -149,10 +149,11 @@ async def run_collector_command(args: argparse.Namespace) -> int:
             async with anyio.create_task_group() as tg:
                 await tg.start(collector.serve)
                 app = create_health_app(collector, metrics_enabled=settings.metrics_enabled)
-                port = await tg.start(serve_quart, app, "0.0.0.0", settings.osc_http_port)
+                port = await tg.start(serve_quart, app, settings.osc_http_addr, settings.osc_http_port)
                 log.info(
-                    "collector: running amqp=%s http_port=%d outbox=%s",
+                    "collector: running amqp=%s http=%s:%d outbox=%s",
                     redact_url(settings.osc_amqp_url.get_secret_value()) if settings.osc_amqp_url else "-",
+                    settings.osc_http_addr,
                     port,
                     settings.outbox_path,
                 )

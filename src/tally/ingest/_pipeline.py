@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -251,6 +252,7 @@ class IngestPipeline:
     ) -> IngestResult:
         if len(items) > MAX_BATCH:
             raise BatchTooLarge(len(items))
+        began = time.monotonic()
         named = _named(items, scope)
         lookups = _Lookups(
             names={cloud: await self._names_of(cloud) for cloud in named.clouds},
@@ -264,6 +266,7 @@ class IngestPipeline:
                 if survivors:
                     await batch.add(survivors)
             outcome = await batch.finish(dead_letters=refusals.dead, audits=refusals.audits)
+        metrics.BATCH_DURATION.labels(source).observe(time.monotonic() - began)
         self._count(outcome)
         rejected = refusals.rejected
         if rejected:

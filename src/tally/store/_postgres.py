@@ -158,7 +158,7 @@ def _json_param(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"))
 
 
-def _describe(url: str) -> str:
+def describe_url(url: str) -> str:
     """host:port/dbname of a URL, never its password."""
     try:
         info = conninfo_to_dict(url)
@@ -391,7 +391,9 @@ class PostgresStore(SqlStore):
             await self._pool.open(wait=True, timeout=15)
         except PoolTimeout as exc:
             await self._pool.close()
-            raise StoreError(f"cannot connect to PostgreSQL at {_describe(self._url)} within 15 s") from exc
+            raise StoreError(
+                f"cannot connect to PostgreSQL at {describe_url(self._url)} within 15 s"
+            ) from exc
         async with self._pool.connection() as conn:
             await conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
