@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,11 +56,11 @@ from psycopg_pool import AsyncConnectionPool
 
 from bench.ingest import BATCH, make_events
 from tally.config import Settings
-from tally.core import format_instant
 from tally.daemon import tune_garbage_collector
 from tally.http import ReportingServices, create_reporting_app, serve_quart
 from tally.ingest import IngestPipeline
 from tally.store import hash_secret, open_store
+from tally.store._pg_pages import EVENT_JSON_SELECT, ROW_JSON_SELECT, events_json_page, resources_json_page
 
 PG_ADMIN = os.environ.get("TALLY_BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 PAGE = 100
@@ -76,60 +76,15 @@ TARGET_RATIO = 0.5
 QUICK_RATIO = 0.35
 
 # -- the floor: the same SQL behind a minimal ASGI app --------------------------------------------------
-_EVENT_COLUMNS = (
-    "event_id, timestamp, received_at, event_type, platform, cloud, resource_type, resource_id, "
-    "project_id, source, payload"
-)
-_ROW_COLUMNS = (
-    "cloud, resource_type, resource_id, platform, project_id, state, size, created_at, deleted_at, "
-    "last_event_type, last_event_at, last_payload, first_event_at, last_received_at, last_event_id"
-)
+# The statements the store sends for an unfiltered first page, and its rows-to-objects step: the floor
+# leaves out only what the API adds around them (routing, authentication, validation, Quart).
 FLOOR_SQL = {
-    "/api/v1/events": f"SELECT {_EVENT_COLUMNS} FROM events WHERE TRUE ORDER BY timestamp, event_id LIMIT %s",
-    "/api/v1/resources": f"SELECT {_ROW_COLUMNS} FROM current_resources WHERE deleted_at IS NULL "
+    "/api/v1/events": f"SELECT {EVENT_JSON_SELECT} FROM events WHERE TRUE "
+    "ORDER BY timestamp, event_id LIMIT %s",
+    "/api/v1/resources": f"SELECT {ROW_JSON_SELECT} FROM current_resources WHERE deleted_at IS NULL "
     "ORDER BY cloud, resource_type, resource_id LIMIT %s",
 }
-
-
-def _opt_instant(value: Any) -> str | None:
-    return None if value is None else format_instant(value)
-
-
-def floor_event(r: Sequence[Any]) -> dict[str, Any]:
-    return {
-        "event_id": r[0],
-        "timestamp": format_instant(r[1]),
-        "received_at": format_instant(r[2]),
-        "event_type": r[3],
-        "platform": r[4],
-        "cloud": r[5],
-        "resource_type": r[6],
-        "resource_id": r[7],
-        "project_id": r[8],
-        "source": r[9],
-        "payload": r[10],
-    }
-
-
-def floor_resource(r: Sequence[Any]) -> dict[str, Any]:
-    return {
-        "cloud": r[0],
-        "resource_type": r[1],
-        "resource_id": r[2],
-        "platform": r[3],
-        "project_id": r[4],
-        "state": r[5],
-        "size": r[6],
-        "created_at": _opt_instant(r[7]),
-        "deleted_at": _opt_instant(r[8]),
-        "last_event_type": r[9],
-        "last_event_at": format_instant(r[10]),
-        "last_payload": r[11] or {},
-        "first_event_at": format_instant(r[12]),
-    }
-
-
-FLOOR_ITEM = {"/api/v1/events": floor_event, "/api/v1/resources": floor_resource}
+FLOOR_PAGE = {"/api/v1/events": events_json_page, "/api/v1/resources": resources_json_page}
 
 
 class FloorApp:
@@ -150,9 +105,9 @@ class FloorApp:
         async with self.pool.connection() as conn:
             cursor = await conn.execute(FLOOR_SQL[path], [PAGE + 1])
             rows = await cursor.fetchall()
-        item = FLOOR_ITEM[path]
-        page = {"items": [item(r) for r in rows[:PAGE]], "next_cursor": "x" if len(rows) > PAGE else None}
-        body = orjson.dumps(page, option=orjson.OPT_SORT_KEYS) + b"\n"
+        page = FLOOR_PAGE[path](rows, PAGE)
+        answer = {"items": page.items, "next_cursor": "x" if page.next_key is not None else None}
+        body = orjson.dumps(answer, option=orjson.OPT_SORT_KEYS) + b"\n"
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})

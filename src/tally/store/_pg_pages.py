@@ -63,10 +63,8 @@ def events_json_page(recs: Sequence[Sequence[Any]], limit: int) -> Page[dict[str
         }
         for r in recs[:limit]
     ]
-    if len(recs) <= limit:
-        return Page(items, None)
-    last = items[-1]
-    return Page(items, (parse_instant(last["timestamp"]), last["event_id"]))
+    more = len(recs) > limit
+    return Page(items, (parse_instant(items[-1]["timestamp"]), items[-1]["event_id"]) if more else None)
 
 
 def resources_json_page(recs: Sequence[Sequence[Any]], limit: int) -> Page[dict[str, Any], ResourceKey]:
@@ -89,7 +87,8 @@ def resources_json_page(recs: Sequence[Sequence[Any]], limit: int) -> Page[dict[
         }
         for r in recs[:limit]
     ]
-    if len(recs) <= limit:
-        return Page(items, None)
-    last = items[-1]
-    return Page(items, ResourceKey(last["cloud"], last["resource_type"], last["resource_id"]))
+    last = items[-1] if len(recs) > limit else None
+    return Page(
+        items,
+        None if last is None else ResourceKey(last["cloud"], last["resource_type"], last["resource_id"]),
+    )
