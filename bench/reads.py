@@ -255,6 +255,8 @@ def client_main(port: int, path: str, connections: int, seconds: float, token: s
     import uvloop
 
     result = uvloop.run(run_load(port, path, connections, seconds, token))
+    # The loop may leave stdout non-blocking: a write past the pipe's 64 KiB would then be cut short.
+    os.set_blocking(sys.stdout.fileno(), True)
     sys.stdout.buffer.write(orjson.dumps(result))
     sys.stdout.buffer.flush()
 
