@@ -6,8 +6,9 @@ each a process of its own served by Hypercorn as the daemon serves the Reporting
 - ``api``: the Reporting API app (``create_reporting_app``) over ``PostgresStore`` with the daemon's
   pool size, answering a ``read_all`` API token: authentication, query validation, the store's read,
   the JSON answer;
-- ``floor``: a minimal ASGI app with a psycopg pool of the same size running the same SQL and answering
-  the same JSON (orjson, sorted keys), with no authentication and no validation.
+- ``floor``: a minimal ASGI app with a psycopg pool of the same size running the store's page
+  statements and rows-to-objects step (``tally.store._pg_pages``) and answering the same JSON (orjson,
+  sorted keys), with no authentication, no validation and no Quart.
 Before measuring, both answer one page of each listing and the items must be equal.
 
 A separate load process (several with ``--client-procs``) keeps C keep-alive connections busy, each
