@@ -33,6 +33,7 @@ from . import (
 )
 from ._auth import authenticate
 from ._contract import Call, Operation, parse_body, parse_query
+from ._json import FastJSONProvider
 from ._metrics import HTTP_DURATION, HTTP_REQUESTS
 from ._openapi import build_openapi
 from ._problems import KINDS, PROBLEM_CONTENT_TYPE, Problem
@@ -128,6 +129,7 @@ def _bind(op: Operation, services: ReportingServices) -> Any:
 def create_reporting_app(services: ReportingServices, *, extra_operations: Iterable[Operation] = ()) -> Quart:
     """The Reporting API app over ``services``; serve it with ``serve_quart``."""
     app = Quart("tally.http")
+    app.json = FastJSONProvider(app)
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
     operations = (*OPERATIONS, *extra_operations)
     document = build_openapi(operations, title="Tally Reporting API", version="1")

@@ -1,4 +1,4 @@
-"""Serving a Quart app with Hypercorn inside the caller's task group (not a second process).
+"""Serving an ASGI app (the Quart apps) with Hypercorn inside the caller's task group (not a second process).
 
 Why we open the listening socket ourselves: the caller learns the bound port (port 0 in tests) and
 hears ``started`` only once the socket listens, so the next actor can rely on it. A caller may also
@@ -23,8 +23,8 @@ import anyio
 from anyio.abc import TaskStatus
 from hypercorn.asyncio.run import worker_serve
 from hypercorn.config import Config, Sockets
+from hypercorn.typing import ASGIFramework
 from hypercorn.utils import wrap_app
-from quart import Quart
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def _quiet_cancelled_connection_callbacks() -> None:
 
 
 async def serve_quart(
-    app: Quart,
+    app: ASGIFramework,
     host: str,
     port: int,
     *,
@@ -116,7 +116,12 @@ async def serve_quart(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(run_server)
-            log.info("http listening addr=%s port=%d app=%s", host, bound_port, app.name)
+            log.info(
+                "http listening addr=%s port=%d app=%s",
+                host,
+                bound_port,
+                getattr(app, "name", type(app).__name__),
+            )
             task_status.started(bound_port)
             try:
                 await anyio.sleep_forever()

@@ -46,11 +46,16 @@ from ._interface import (
     BatchWriter,
     Bucket,
     DeadLetter,
+    EventFilter,
+    EventKey,
     MigrationError,
+    Page,
+    ResourceFilter,
     StoreError,
     SyncLockHeld,
 )
 from ._migrations import Migration
+from ._pg_pages import EVENT_JSON_SELECT, ROW_JSON_SELECT, events_json_page, resources_json_page
 from ._sql import (
     FOLD_ROW_COLUMNS,
     ROW_COLUMNS,
@@ -412,6 +417,18 @@ class PostgresStore(SqlStore):
         async with self._pool.connection() as conn:
             cursor = await conn.execute(_pg(sql), list(params))
             return [tuple(r) for r in await cursor.fetchall()]
+
+    async def list_events_json(
+        self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
+    ) -> Page[dict[str, Any], EventKey]:
+        sql = self.events_page_sql(filters, limit, after, select=EVENT_JSON_SELECT)
+        return events_json_page(await self._fetch(*sql), limit)
+
+    async def list_resources_json(
+        self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None
+    ) -> Page[dict[str, Any], ResourceKey]:
+        sql = self.resources_page_sql(filters, limit, after, select=ROW_JSON_SELECT)
+        return resources_json_page(await self._fetch(*sql), limit)
 
     # -- conversions ----------------------------------------------------------------------------------
     def ts(self, value: datetime) -> Any:
