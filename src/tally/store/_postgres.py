@@ -56,11 +56,11 @@ from ._interface import (
 )
 from ._migrations import Migration
 from ._pg_pages import EVENT_JSON_SELECT, ROW_JSON_SELECT, events_json_page, resources_json_page
+from ._seam import Tx
 from ._sql import (
     FOLD_ROW_COLUMNS,
     ROW_COLUMNS,
     SqlStore,
-    Tx,
     canonical_json,
     key_order,
     loads_json,

@@ -20,7 +20,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
@@ -71,6 +71,7 @@ from ._interface import (
     UsageScope,
 )
 from ._migrations import Migration, load_migrations
+from ._seam import Tx
 from ._usage_sql import usage_histories
 
 log = logging.getLogger(__name__)
@@ -113,18 +114,6 @@ FOLD_ROW_COLUMNS = tuple("NULL" if c == "last_payload" else c for c in ROW_COLUM
 _KEY_CHUNK = 300
 REBUILD_BATCH = 100
 VIRTUAL = frozenset({"meta", "partner"})
-
-
-class Tx(Protocol):
-    """One open transaction of a backend."""
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one statement; return the affected row count."""
-        ...
-
-    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
-
-    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 
 
 def canonical_json(value: Any) -> str:

@@ -28,7 +28,8 @@ from tally.core import ResourceKey, as_utc, parse_instant, utc_now
 
 from ._interface import Bucket, MigrationError, SyncLockHeld
 from ._migrations import Migration
-from ._sql import SqlStore, Tx, canonical_json, loads_json
+from ._seam import Tx
+from ._sql import SqlStore, canonical_json, loads_json
 
 log = logging.getLogger(__name__)
 
