@@ -1,0 +1,73 @@
+"""The sender's narrowing on repeated server errors: an outage sets nothing aside for good; replay.
+
+Against the stand-in HTTP server of outbox_support (the real-API case, one poisoned item, is
+tests/http/test_sender_dead_letters.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from outbox_support import SinkServer, volume_event
+
+from tally.outbox import HttpSink, Sender, open_outbox
+
+pytestmark = pytest.mark.anyio
+
+
+def _rows(events: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
+    return [(e["event_id"], json.dumps(e).encode()) for e in events]
+
+
+async def test_an_outage_narrows_but_dead_letters_nothing(tmp_path: Path) -> None:
+    with SinkServer() as server:
+        server.fail_status = 503
+        sink = HttpSink(server.url, None, insecure=True)
+        async with open_outbox(tmp_path / "o.sqlite3") as outbox:
+            await outbox.add(_rows([volume_event(n) for n in range(40)]))
+            sender = Sender(
+                outbox,
+                sink,
+                batch_max=16,
+                backoff_min_s=0.01,
+                backoff_max_s=0.02,
+                narrow_after=2,
+                suspects_max=4,
+            )
+
+            async def recover() -> None:
+                await anyio.sleep(0.5)  # dozens of failed posts at these backoffs
+                server.fail_status = None
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(recover)
+                with anyio.fail_after(30):
+                    await sender.flush_until_empty()
+            assert outbox.depth == 0
+            assert await outbox.dead_letters() == []
+            assert sender.statistics().dead_lettered == 0
+            assert sender.statistics().suspects == 0
+        await sink.aclose()
+    assert 1 in server.posts  # it narrowed down to single events during the outage
+    assert server.event_ids() == {f"ev-{n}" for n in range(40)}
+
+
+async def test_a_replay_from_another_process_is_seen_by_the_running_outbox(tmp_path: Path) -> None:
+    path = tmp_path / "o.sqlite3"
+    async with open_outbox(path) as running:
+        await running.add(_rows([volume_event(1), volume_event(2)]))
+        [first, _] = await running.peek(2)
+        await running.dead_letter(first, "http_status: status=500")
+        assert running.depth == 1
+        async with open_outbox(path) as command:
+            assert [d.event_id for d in await command.dead_letters()] == ["ev-1"]
+            assert await command.replay(["ev-1", "ev-unknown"]) == ["ev-1"]
+            assert await command.dead_letters() == []
+        assert running.depth == 1  # not yet counted
+        await running.refresh()
+        assert running.depth == 2
+        assert [row.event_id for row in await running.peek(10)] == ["ev-2", "ev-1"]
