@@ -6,6 +6,7 @@ collector's in-process sender and the reconciliation (source
 """
 
 from ._pipeline import MAX_BATCH as MAX_BATCH
+from ._pipeline import MAX_EVENT_BYTES as MAX_EVENT_BYTES
 from ._pipeline import MAX_RAW_BYTES as MAX_RAW_BYTES
 from ._pipeline import SCOPE_VIOLATION as SCOPE_VIOLATION
 from ._pipeline import BatchTooLarge as BatchTooLarge
@@ -20,6 +21,7 @@ from ._schemas import compile_size_schema as compile_size_schema
 
 __all__ = [
     "MAX_BATCH",
+    "MAX_EVENT_BYTES",
     "MAX_RAW_BYTES",
     "SCOPE_VIOLATION",
     "BatchTooLarge",

@@ -35,6 +35,8 @@ from ._schemas import SchemaCache, SizeValidator
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 1000
+# One event's compact UTF-8 JSON at most; a larger item is that item's refusal, not the batch's.
+MAX_EVENT_BYTES = 64 * 1024
 MAX_RAW_BYTES = 64 * 1024
 # Items validated before their survivors go to the store, which inserts them while the next are read.
 VALIDATE_CHUNK = 100
@@ -130,13 +132,18 @@ def _refuse(refusals: _Refusals, index: int, item: object, reason: str, cloud: s
 
 
 def _json_problem(item: object) -> str | None:
-    """Why the item cannot be stored as JSON text, or None."""
+    """Why the item cannot be stored as JSON text (or is larger than ``MAX_EVENT_BYTES``), or None."""
     try:
-        orjson.dumps(item)
+        size = len(orjson.dumps(item))
     except TypeError as exc:
-        if "Integer exceeds" in str(exc):
-            return None
-        return f"schema: the event is not storable JSON ({exc})"
+        if "Integer exceeds" not in str(exc):
+            return f"schema: the event is not storable JSON ({exc})"
+        # Integers beyond 64 bits, which orjson refuses: the standard library writes them.
+        size = len(
+            json.dumps(item, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        )
+    if size > MAX_EVENT_BYTES:
+        return f"schema: the event is {size} bytes as JSON, more than the {MAX_EVENT_BYTES} an event may hold"
     return None
 
 
