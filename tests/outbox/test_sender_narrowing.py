@@ -1,4 +1,5 @@
-"""The sender's narrowing on repeated server errors: an outage sets nothing aside for good; replay.
+"""The sender's narrowing on repeated server errors: poison found wherever it sits, an outage sets
+nothing aside for good, replay.
 
 Against the stand-in HTTP server of outbox_support (the real-API case, one poisoned item, is
 tests/http/test_sender_dead_letters.py).
@@ -7,11 +8,14 @@ tests/http/test_sender_dead_letters.py).
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from outbox_support import SinkServer, volume_event
 
 from tally.outbox import HttpSink, Sender, open_outbox
@@ -71,3 +75,40 @@ async def test_a_replay_from_another_process_is_seen_by_the_running_outbox(tmp_p
         await running.refresh()
         assert running.depth == 2
         assert [row.event_id for row in await running.peek(10)] == ["ev-2", "ev-1"]
+
+
+async def _deliver_all(server: SinkServer, path: Path, count: int, batch_max: int) -> tuple[list[str], int]:
+    sink = HttpSink(server.url, None, insecure=True)
+    try:
+        async with open_outbox(path) as outbox:
+            await outbox.add(_rows([volume_event(n) for n in range(count)]))
+            sender = Sender(
+                outbox, sink, batch_max=batch_max, backoff_min_s=0.001, backoff_max_s=0.002, narrow_after=2
+            )
+            with anyio.fail_after(60):
+                await sender.flush_until_empty()
+            return [row.event_id for row in await outbox.dead_letters()], outbox.depth
+    finally:
+        await sink.aclose()
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    count=st.integers(1, 40),
+    batch_max=st.integers(1, 12),
+    poisoned=st.sets(st.integers(0, 39), max_size=3),
+    outage=st.integers(0, 8),
+)
+def test_poison_is_dead_lettered_and_everything_else_delivered_once(
+    count: int, batch_max: int, poisoned: set[int], outage: int
+) -> None:
+    """Wherever the poisoned events sit, however large the batches, after an outage of any length."""
+    poison = {f"ev-{n}" for n in poisoned if n < count}
+    with SinkServer() as server, tempfile.TemporaryDirectory() as tmp:
+        server.poison = poison
+        server.fail_count = outage
+        dead, depth = anyio.run(_deliver_all, server, Path(tmp) / "o.sqlite3", count, batch_max)
+    assert depth == 0
+    assert sorted(dead) == sorted(poison)
+    assert server.event_ids() == {f"ev-{n}" for n in range(count)} - poison
+    assert len(server.events) == count - len(poison)  # each stored once

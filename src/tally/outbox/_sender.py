@@ -16,7 +16,8 @@ sends until the outbox is empty. Rules, in the order they apply to one batch:
   next); a row that fails alone becomes a suspect, left out of batches. Right
   after the next accepted batch (so the sink is known to work) a suspect is
   tried alone once more: accepted, it goes; a server error again, and it is
-  dead-lettered in the outbox file (``Outbox.dead_letter``). An outage fails
+  dead-lettered in the outbox file (``Outbox.dead_letter``). When only
+  suspects are left, an empty batch accepted is that proof. An outage fails
   every row, so no suspect ever meets an accepted batch: at most
   ``suspects_max`` rows are set aside and all of them are delivered once the
   sink is back.
@@ -137,8 +138,8 @@ class Sender:
             return await self._retry_suspect()
         rows = await self._outbox.peek(self._batch_size, skip=[row.seq for row in self._suspects])
         if not rows:
-            # Only suspects left: nothing else can show the sink works, so try them alone again.
-            return await self._retry_suspect() if self._suspects else None
+            # Only suspects left: an empty batch shows whether the sink works at all.
+            return await self._probe() if self._suspects else None
         result = await self._deliver(rows)
         if result.status is DeliveryStatus.ACCEPTED:
             await self._outbox.remove([row.seq for row in rows])
@@ -176,6 +177,14 @@ class Sender:
             "sender: event set aside after failing alone event_id=%s %s", rows[0].event_id, result.detail
         )
         return True
+
+    async def _probe(self) -> bool:
+        result = await self._deliver([])
+        if result.status is DeliveryStatus.ACCEPTED:
+            self._sink_works = True
+            return True
+        self._on_failed(result, 0)
+        return False
 
     async def _retry_suspect(self) -> bool:
         """Try the oldest suspect alone; dead-letter it if it fails again while the sink works."""
