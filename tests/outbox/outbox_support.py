@@ -105,6 +105,11 @@ class SinkServer:
             return {event_id for event_id, _ in self.events}
 
 
+def outbox_rows(events: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
+    """``Outbox.add``'s rows of wire events."""
+    return [(e["event_id"], json.dumps(e).encode()) for e in events]
+
+
 def volume_event(n: int, **over: Any) -> dict[str, Any]:
     """A valid wire event of volume ``n``; members overridable."""
     event = {

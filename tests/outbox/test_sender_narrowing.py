@@ -7,24 +7,18 @@ tests/http/test_sender_dead_letters.py).
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from outbox_support import SinkServer, volume_event
+from outbox_support import SinkServer, outbox_rows, volume_event
 
 from tally.outbox import HttpSink, Sender, open_outbox
 
 pytestmark = pytest.mark.anyio
-
-
-def _rows(events: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
-    return [(e["event_id"], json.dumps(e).encode()) for e in events]
 
 
 async def test_an_outage_narrows_but_dead_letters_nothing(tmp_path: Path) -> None:
@@ -32,7 +26,7 @@ async def test_an_outage_narrows_but_dead_letters_nothing(tmp_path: Path) -> Non
         server.fail_status = 503
         sink = HttpSink(server.url, None, insecure=True)
         async with open_outbox(tmp_path / "o.sqlite3") as outbox:
-            await outbox.add(_rows([volume_event(n) for n in range(40)]))
+            await outbox.add(outbox_rows([volume_event(n) for n in range(40)]))
             sender = Sender(
                 outbox,
                 sink,
@@ -63,7 +57,7 @@ async def test_an_outage_narrows_but_dead_letters_nothing(tmp_path: Path) -> Non
 async def test_a_replay_from_another_process_is_seen_by_the_running_outbox(tmp_path: Path) -> None:
     path = tmp_path / "o.sqlite3"
     async with open_outbox(path) as running:
-        await running.add(_rows([volume_event(1), volume_event(2)]))
+        await running.add(outbox_rows([volume_event(1), volume_event(2)]))
         [first, _] = await running.peek(2)
         await running.dead_letter(first, "http_status: status=500")
         assert running.depth == 1
@@ -81,7 +75,7 @@ async def _deliver_all(server: SinkServer, path: Path, count: int, batch_max: in
     sink = HttpSink(server.url, None, insecure=True)
     try:
         async with open_outbox(path) as outbox:
-            await outbox.add(_rows([volume_event(n) for n in range(count)]))
+            await outbox.add(outbox_rows([volume_event(n) for n in range(count)]))
             sender = Sender(
                 outbox, sink, batch_max=batch_max, backoff_min_s=0.001, backoff_max_s=0.002, narrow_after=2
             )

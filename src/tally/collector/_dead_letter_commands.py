@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from tally.config import ConfigError, load_settings
@@ -52,11 +53,18 @@ def _line(row: DeadLetterRow) -> str:
     )
 
 
-async def list_command(args: argparse.Namespace) -> int:
+def _outbox_path(command: str) -> Path | None:
+    """The configured outbox file, or None after saying in one line why the settings are refused."""
     try:
-        path = load_settings().outbox_path
+        return load_settings().outbox_path
     except ConfigError as exc:
-        print(f"tally collector dead-letters: error: {exc}", file=sys.stderr)
+        print(f"tally collector {command}: error: {exc}", file=sys.stderr)
+        return None
+
+
+async def list_command(args: argparse.Namespace) -> int:
+    path = _outbox_path("dead-letters")
+    if path is None:
         return 2
     async with open_outbox(path) as outbox:
         rows = await outbox.dead_letters()
@@ -80,10 +88,8 @@ async def replay_command(args: argparse.Namespace) -> int:
     if bool(args.event_ids) == bool(args.all):
         print("tally collector replay: error: name EVENT_IDs or give --all (not both)", file=sys.stderr)
         return 2
-    try:
-        path = load_settings().outbox_path
-    except ConfigError as exc:
-        print(f"tally collector replay: error: {exc}", file=sys.stderr)
+    path = _outbox_path("replay")
+    if path is None:
         return 2
     async with open_outbox(path) as outbox:
         moved = await outbox.replay(None if args.all else args.event_ids)
