@@ -54,6 +54,20 @@ async def test_an_outage_narrows_but_dead_letters_nothing(tmp_path: Path) -> Non
     assert server.event_ids() == {f"ev-{n}" for n in range(40)}
 
 
+async def test_after_a_short_outage_the_batch_grows_back(tmp_path: Path) -> None:
+    with SinkServer() as server:
+        server.fail_count = 4  # two whole-batch failures, then two of the narrowing
+        sink = HttpSink(server.url, None, insecure=True)
+        async with open_outbox(tmp_path / "o.sqlite3") as outbox:
+            await outbox.add(outbox_rows([volume_event(n) for n in range(200)]))
+            sender = Sender(outbox, sink, batch_max=16, backoff_min_s=0.01, narrow_after=2)
+            await sender.flush_until_empty()
+            assert sender.statistics().batch_size == 16
+        await sink.aclose()
+    assert server.posts[:5] == [16, 16, 8, 4, 2]
+    assert server.event_ids() == {f"ev-{n}" for n in range(200)}
+
+
 async def test_a_replay_from_another_process_is_seen_by_the_running_outbox(tmp_path: Path) -> None:
     path = tmp_path / "o.sqlite3"
     async with open_outbox(path) as running:

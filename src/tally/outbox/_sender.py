@@ -100,9 +100,11 @@ class Sender:
         self._backoff_s = backoff_min_s
         self._narrow_after = narrow_after
         self._suspects_max = suspects_max
-        # Server errors in a row; narrowing from the narrow_after-th until a suspect is resolved.
+        # Server errors in a row; narrowing from the narrow_after-th until two batches in a row went
+        # (both halves of a bisection step: the item at fault is not there) with no suspect left.
         self._server_errors = 0
         self._narrowing = False
+        self._accepted_in_a_row = 0
         # The last delivery was accepted: a suspect failing alone now is at fault, not the sink.
         self._sink_works = False
         # Rows that failed alone with a server error, oldest first; left out of batches.
@@ -211,6 +213,7 @@ class Sender:
     def _on_failed(self, result: DeliveryResult, rows: int) -> None:
         self._failed += 1
         self._sink_works = False
+        self._accepted_in_a_row = 0
         reason = result.reason if result.reason in ("http_status", "network", "sink_error") else "sink_error"
         _metrics.BATCHES_FAILED.labels(reason).inc()
         if not result.server_error:
@@ -242,8 +245,8 @@ class Sender:
             _metrics.EVENTS_DELIVERED.labels("refused").inc(len(result.refused))
             for refusal in result.refused:
                 log.warning("sender: event refused event_id=%s reason=%s", refusal.event_id, refusal.reason)
-        if self._narrowing and not self._suspects and self._batch_size == 1:
-            # The bisection came down to one row and that row went: the item at fault is not here.
+        self._accepted_in_a_row += 1
+        if self._narrowing and not self._suspects and self._accepted_in_a_row >= 2:
             self._narrowing = False
         if self._batch_size < self._batch_max and not self._narrowing:
             self._batch_size = min(
