@@ -20,11 +20,6 @@ from tally.store import open_store
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _hold_write_lock(path: Path) -> sqlite3.Connection:
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
