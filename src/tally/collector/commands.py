@@ -1,4 +1,5 @@
-"""``tally collector``: run the collector standalone, dump deliveries, or map captured bodies."""
+"""``tally collector``: run the collector standalone, dump deliveries, map captured bodies, or list and
+replay the dead letters."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tally.config import ConfigError, Settings, load_settings
 from tally.http import serve_quart
 from tally.outbox import EventSink, HttpSink, IngestSink, SinkConfigError
 
+from . import _dead_letter_commands
 from ._amqp import redact_url
 from ._dump import run_dump
 from ._errors import CollectorError
@@ -51,6 +53,7 @@ def register(subparsers: Any) -> None:
     mapper.add_argument("files", nargs="+", type=Path, metavar="FILE")
     mapper.add_argument("--cloud", default=None, help="the cloud to stamp (default TALLY_OSC_CLOUD)")
     mapper.set_defaults(handler=map_command)
+    _dead_letter_commands.register(sub)
 
 
 def _bodies(path: Path) -> Iterator[tuple[str, Any]]:
