@@ -7,6 +7,7 @@ import subprocess
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import aio_pika
 import anyio
@@ -190,7 +191,10 @@ async def test_quorum_queue_and_queue_gauges(amqp_url: str, unique: str, tmp_pat
             await _wait_for(lambda: _metric("tally_collector_queue_consumers") == 1)
             await publish(channel, exchange, _instance_create("vm-q"))
             await _wait_for(lambda: len(sink.events) == 1)
-            listed = await anyio.run_process(["rabbitmqctl", "list_queues", "name", "type", "durable"])
+            vhost = unquote(urlsplit(amqp_url).path[1:])
+            listed = await anyio.run_process(
+                ["rabbitmqctl", "list_queues", "-p", vhost, "name", "type", "durable"]
+            )
             listing = listed.stdout.decode()
             tg.cancel_scope.cancel()
     finally:
