@@ -25,6 +25,7 @@ from collector_support import (
 from prometheus_client import REGISTRY
 
 from tally.collector import Collector, CollectorError, serve_collector
+from tally.config import Settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.rabbitmq]
 
@@ -142,35 +143,50 @@ async def test_bad_input_is_acked_counted_and_never_blocks(
     assert "vcpus" not in wrong["payload"]["size"]
 
 
-async def test_a_missing_exchange_is_bound_when_it_appears(
+async def test_declares_the_exchanges_as_oslo_does_and_binds_at_once(
     amqp_url: str, unique: str, tmp_path: Path
 ) -> None:
-    present, late = f"{unique}-nova", f"{unique}-glance"
+    """No service has published yet: the collector declares the exchanges (topic, not durable) and
+    binds, so the first notification a service sends is already routed to its queue."""
+    names = [f"{unique}-nova", f"{unique}-octavia"]
     sink = MemorySink()
-    conf = settings(tmp_path, amqp_url, unique, [present, late])
+    conf = settings(tmp_path, amqp_url, unique, names)
     try:
-        async with service_exchanges(amqp_url, [present]), anyio.create_task_group() as tg:
+        async with anyio.create_task_group() as tg:
             await tg.start(partial(serve_collector, conf, sink=sink))
-            assert _metric("tally_collector_exchanges_missing") == 1
-            async with service_exchanges(amqp_url, [late]) as channel:
-                with anyio.fail_after(15):
-                    n = 0
-                    while not sink.events:
-                        # Published before the binding exists, a message is unroutable and dropped.
-                        n += 1
-                        await publish(channel, late, _instance_create(f"vm-{n}"))
-                        await anyio.sleep(0.2)
-                assert _metric("tally_collector_exchanges_missing") == 0
+            assert _metric("tally_collector_connected") == 1
+            # The services' own declaration (durable=False) matches the collector's.
+            async with service_exchanges(amqp_url, names) as channel:
+                for n, name in enumerate(names):
+                    await publish(channel, name, _instance_create(f"vm-{n}", message_id=f"first-{n}"))
+                await _wait_for(lambda: len(sink.events) == 2)
             tg.cancel_scope.cancel()
+    finally:
+        await delete_queue(amqp_url, conf.osc_queue_name)
+    assert {k[0] for k in sink.events} == {"first-0", "first-1"}
+
+
+async def test_an_exchange_of_other_durability_fails_the_start_naming_the_setting(
+    amqp_url: str, unique: str, tmp_path: Path
+) -> None:
+    exchange = f"{unique}-nova"
+    conf = settings(tmp_path, amqp_url, unique, [exchange], osc_durable_exchanges=True)
+    try:
+        async with service_exchanges(amqp_url, [exchange]):
+            with pytest.raises(CollectorError, match=r"PRECONDITION_FAILED.*TALLY_OSC_DURABLE_EXCHANGES"):
+                await _serve_until_error(conf)
     finally:
         await delete_queue(amqp_url, conf.osc_queue_name)
 
 
-async def test_no_exchange_at_all_fails_naming_them(amqp_url: str, unique: str, tmp_path: Path) -> None:
-    names = [f"{unique}-nova", f"{unique}-glance"]
-    conf = settings(tmp_path, amqp_url, unique, names)
-    with pytest.raises(CollectorError, match=f"none of the exchanges {names[0]}, {names[1]} exist"):
+async def _serve_until_error(conf: Settings) -> None:
+    """Run the collector; re-raise the one error that ended it, unwrapped from its task groups."""
+    try:
         await Collector(conf, sink=MemorySink()).serve()
+    except BaseExceptionGroup as group:
+        while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
+            group = group.exceptions[0]  # type: ignore[assignment]
+        raise group from None
 
 
 async def test_a_missing_exchange_fails_when_required(amqp_url: str, unique: str, tmp_path: Path) -> None:
@@ -178,7 +194,7 @@ async def test_a_missing_exchange_fails_when_required(amqp_url: str, unique: str
     conf = settings(tmp_path, amqp_url, unique, [present, missing], osc_require_exchanges=True)
     async with service_exchanges(amqp_url, [present]):
         with pytest.raises(CollectorError, match=f"exchanges {missing} do not exist.*REQUIRE_EXCHANGES=true"):
-            await Collector(conf, sink=MemorySink()).serve()
+            await _serve_until_error(conf)
 
 
 async def test_quorum_queue_and_queue_gauges(amqp_url: str, unique: str, tmp_path: Path) -> None:

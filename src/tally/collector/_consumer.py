@@ -26,7 +26,7 @@ from tally.outbox import Outbox
 from . import _metrics
 from ._delivery import Delivery, Source
 from ._mapping import map_notification
-from ._outcome import Mapped, Skipped
+from ._outcome import Mapped, Skipped, Unparseable
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,11 @@ class Consumer:
         # Counted once per type and group: a labelled counter's lookup costs more than the increment.
         received: Counter[str] = Counter()
         for delivery in batch:
-            outcome = map_notification(delivery.body, cloud=self._cloud)
+            outcome = (
+                map_notification(delivery.body, cloud=self._cloud)
+                if delivery.oversized is None
+                else Unparseable("oversized", delivery.oversized)
+            )
             if isinstance(outcome, Mapped):
                 received[outcome.oslo_event_type] += 1
                 rows.append((outcome.event_id, outcome.text))

@@ -70,6 +70,7 @@ def amqp_config(settings: Settings) -> AmqpConfig | None:
         queue_type=settings.osc_queue_type,
         prefetch=settings.osc_prefetch,
         require_exchanges=settings.osc_require_exchanges,
+        durable_exchanges=settings.osc_durable_exchanges,
     )
 
 
@@ -174,10 +175,8 @@ class Collector:
 
     async def serve(self, *, task_status: TaskStatus[Collector] = anyio.TASK_STATUS_IGNORED) -> NoReturn:
         settings = self.settings
+        # Before anything else runs, so a bad URL is one plain error, not a task group's.
         self._source = AmqpSource(self.amqp) if self.amqp is not None else None
-        if self._source is not None:
-            # Before anything else runs, so a bad configuration is one plain error, not a task group's.
-            await self._source.preflight()
         async with open_outbox(settings.outbox_path) as outbox, anyio.create_task_group() as tg:
             self.outbox = outbox
             self.sender = Sender(
