@@ -48,6 +48,7 @@ FIRST_RETRY_S = 0.25
 UNREACHABLE_MAX_S = 1.0
 REFUSED_MAX_S = 60.0
 QUEUE_STATS_INTERVAL_S = 15.0
+REPEAT_LOG_S = 60.0
 
 
 def split_list(text: str) -> list[str]:
@@ -65,7 +66,7 @@ def reconnect_delay(attempt: int, *, refused: bool, rng: random.Random) -> float
     if attempt <= 0:
         return rng.uniform(0.0, FIRST_RETRY_S)
     ceiling = REFUSED_MAX_S if refused else UNREACHABLE_MAX_S
-    bound = min(ceiling, FIRST_RETRY_S * 2.0**attempt)
+    bound = min(ceiling, FIRST_RETRY_S * 2.0 ** min(attempt, 16))
     return rng.uniform(bound / 2, bound)
 
 
@@ -233,6 +234,7 @@ class AmqpSource:
 
         attempt = 0
         host = 0
+        said_at = -REPEAT_LOG_S
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._refresh_queue_statistics)
             while True:
@@ -249,7 +251,9 @@ class AmqpSource:
                 if self._consuming.is_set():
                     self._consuming = anyio.Event()
                 _metrics.CONNECTED.set(0)
-                refused = is_refusal(ended)
+                # A refusal counts only while setting up: once consuming, whatever closes the channel
+                # (an ack the broker did not expect, say) is an outage like any other.
+                refused = is_refusal(ended) and not consuming
                 if not started:
                     if startup_error is not None:
                         raise startup_error
@@ -262,10 +266,21 @@ class AmqpSource:
                     attempt = 0
                     # The member that failed goes last: the next attempt starts at the next one.
                     host = (host + 1) % len(self.address.hosts)
-                self.problem = _refusal_message(config, ended) if refused else f"broker unavailable: {ended}"
+                problem = _refusal_message(config, ended) if refused else f"broker unavailable: {ended}"
                 delay = reconnect_delay(attempt, refused=refused, rng=self._rng)
                 attempt += 1
-                log.warning("collector: not consuming, connecting again in %.2f s: %s", delay, self.problem)
+                # Said when it changes and then once a minute: an outage is one line a minute, not
+                # one per attempt.
+                now = anyio.current_time()
+                if problem != self.problem or now - said_at >= REPEAT_LOG_S:
+                    log.warning(
+                        "collector: not consuming (attempt %d), connecting again in %.2f s: %s",
+                        attempt,
+                        delay,
+                        problem,
+                    )
+                    said_at = now
+                self.problem = problem
                 await anyio.sleep(delay)
 
 

@@ -103,6 +103,13 @@ class Collector:
             outbox_depth=self.outbox.depth if self.outbox is not None else 0,
         )
 
+    def broker_problem(self) -> str | None:
+        """Why the collector does not consume from the broker now (the reason its log gives), or
+        None while it does (and always with the in-process bus alone)."""
+        if self._source is None:
+            return None if self.amqp is None else "starting"
+        return self._source.problem
+
     def health(self) -> Health:
         threshold = self.settings.osc_unhealthy_threshold_s
         if self.outbox is None or self.sender is None:

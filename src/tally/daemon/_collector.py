@@ -6,7 +6,8 @@ post to. On stop it takes no more deliveries (unacked ones go back to the queue)
 what is left of the grace to deliver what the outbox committed; what is still there waits in the
 outbox for the next start.
 
-Its readiness check ``collector`` is the collector's own health: unhealthy once rows waited
+Its readiness check ``collector`` fails while the collector cannot consume from the broker, with
+the reason (the broker unreachable, a refused login or vhost), and once rows waited
 ``TALLY_OSC_UNHEALTHY_THRESHOLD_S`` without an accepted batch.
 """
 
@@ -87,6 +88,10 @@ def collector_child(
         if not running:
             return CheckResult(False, "the collector is not running")
         health = running[0].health()
+        problem = running[0].broker_problem()
+        if problem is not None:
+            # Not ready while it cannot consume; the outbox still delivers what it holds.
+            return CheckResult(False, problem)
         detail = health.detail or f"outbox_depth={health.depth}"
         return CheckResult(health.healthy, detail)
 

@@ -1,0 +1,199 @@
+"""What a production broker does to the collector, on a RabbitMQ node this module starts for itself.
+
+A service publishes through oslo.messaging's own Notifier, with OpenStack's defaults (non-durable
+exchanges, ``retry=-1``), in a process of its own; the collector runs here. The broker is then
+restarted (which deletes non-durable exchanges and their bindings), frozen (SIGSTOP), put under a
+memory alarm, and has the collector's queue deleted under it (``basic.cancel``). Each time: every
+notification published arrives, and the collector is still running.
+
+``TALLY_TEST_BROKER_RESTARTS`` sets the number of restarts (CI: 3; the figure in docs/collector.md
+is from 10).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from broker_nodes import BrokerNode
+from collector_support import MemorySink, settings
+from prometheus_client import REGISTRY
+
+from tally.collector import Collector, serve_collector
+
+pytestmark = [pytest.mark.anyio, pytest.mark.rabbitmq]
+
+PUBLISHER = Path(__file__).with_name("oslo_publisher.py")
+RESTARTS = int(os.environ.get("TALLY_TEST_BROKER_RESTARTS", "3"))
+
+
+def _metric(name: str) -> float:
+    return REGISTRY.get_sample_value(name) or 0.0
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerNode]:
+    pytest.importorskip("oslo_messaging")
+    broker = BrokerNode(tmp_path_factory.mktemp("rabbit-node"))
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def vhost(node: BrokerNode) -> Iterator[str]:
+    name = f"v-{uuid.uuid4().hex[:8]}"
+    node.add_vhost(name)
+    try:
+        yield name
+    finally:
+        node.ctl("delete_vhost", name)
+
+
+def _resources(sink: MemorySink) -> set[str]:
+    return {event["resource_id"] for event in sink.events.values()}
+
+
+async def _wait_for(predicate: Callable[[], bool], within: float) -> None:
+    with anyio.move_on_after(within):
+        while not predicate():  # noqa: ASYNC110 (state of another task and process)
+            await anyio.sleep(0.1)
+
+
+@asynccontextmanager
+async def _publishing(url: str, exchange: str, count: int, rate: float) -> AsyncIterator[Any]:
+    """The oslo publisher as a process; waits for it to have published everything on exit."""
+    process = await anyio.open_process(
+        [
+            sys.executable,
+            str(PUBLISHER),
+            url.replace("amqp://", "rabbit://", 1),
+            exchange,
+            str(count),
+            str(rate),
+        ],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield process
+        with anyio.fail_after(180):
+            await process.wait()
+        assert process.returncode == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            with anyio.CancelScope(shield=True):
+                await process.wait()
+
+
+@asynccontextmanager
+async def _collecting(tmp_path: Path, url: str, exchange: str) -> AsyncIterator[tuple[MemorySink, Collector]]:
+    """The collector in this process; it must still be running at the end (nothing raised)."""
+    sink = MemorySink()
+    conf = settings(tmp_path, url, f"t-{uuid.uuid4().hex[:8]}", [exchange])
+    async with anyio.create_task_group() as tg:
+        collector: Collector = await tg.start(partial(serve_collector, conf, sink=sink))
+        yield sink, collector
+        assert collector.statistics().taken >= len(sink.events)
+        tg.cancel_scope.cancel()
+
+
+async def test_broker_restarts_lose_nothing_with_openstacks_non_durable_exchanges(
+    node: BrokerNode, vhost: str, tmp_path: Path
+) -> None:
+    url = node.vhost_url(vhost)
+    count = 600 * RESTARTS
+    lost_before = _metric("tally_collector_connections_lost_total")
+    async with _collecting(tmp_path, url, "nova") as (sink, _):
+        async with _publishing(url, "nova", count, 150):
+            for _ in range(RESTARTS):
+                await anyio.sleep(1.5)
+                began = time.monotonic()
+                await anyio.to_thread.run_sync(node.restart)
+                print(f"restart took {time.monotonic() - began:.1f} s; collected so far {len(sink.events)}")
+        await _wait_for(lambda: len(_resources(sink)) >= count, within=60)
+    missing = {f"vm-{n}" for n in range(count)} - _resources(sink)
+    assert not missing, f"{len(missing)} of {count} lost across {RESTARTS} restarts"
+    # Each restart ends the consuming connection (unless it came before the collector was back).
+    assert 1 <= _metric("tally_collector_connections_lost_total") - lost_before <= RESTARTS
+
+
+async def test_a_frozen_broker_costs_a_reconnect_and_nothing_else(
+    node: BrokerNode, vhost: str, tmp_path: Path
+) -> None:
+    """SIGSTOP for 12 s with a 2 s heartbeat: the collector gives the connection up, tries a broker
+    that accepts TCP but never answers (connect timeout), and consumes again once it is thawed."""
+    url = node.vhost_url(vhost) + "?heartbeat=2&connect_timeout=2"
+    count = 1500
+    lost_before = _metric("tally_collector_connections_lost_total")
+    async with _collecting(tmp_path, url, "nova") as (sink, collector):
+        async with _publishing(url, "nova", count, 150):
+            await _wait_for(lambda: len(sink.events) >= 100, within=60)
+            node.freeze()
+            try:
+                await anyio.sleep(12)
+                assert _metric("tally_collector_connected") == 0
+                assert collector.broker_problem() is not None
+            finally:
+                node.thaw()
+        await _wait_for(lambda: len(_resources(sink)) >= count, within=60)
+        assert collector.broker_problem() is None
+    assert _resources(sink) == {f"vm-{n}" for n in range(count)}
+    assert _metric("tally_collector_connections_lost_total") > lost_before
+
+
+async def test_a_memory_alarm_blocks_the_publisher_and_the_collector_goes_on(
+    node: BrokerNode, vhost: str, tmp_path: Path
+) -> None:
+    url = node.vhost_url(vhost)
+    count = 900
+    async with _collecting(tmp_path, url, "nova") as (sink, collector):
+        async with _publishing(url, "nova", count, 150):
+            await _wait_for(lambda: len(sink.events) >= 100, within=60)
+            node.ctl("set_vm_memory_high_watermark", "0.0000001")
+            try:
+                taken = collector.statistics().taken
+                await anyio.sleep(4)
+                assert collector.broker_problem() is None  # a consumer is not blocked
+                assert collector.statistics().taken >= taken
+            finally:
+                node.ctl("set_vm_memory_high_watermark", "0.4")
+        await _wait_for(lambda: len(_resources(sink)) >= count, within=60)
+    assert _resources(sink) == {f"vm-{n}" for n in range(count)}
+
+
+async def test_a_cancelled_consumer_and_a_closed_channel_are_consumed_again(
+    node: BrokerNode, vhost: str, tmp_path: Path
+) -> None:
+    """The queue deleted under the collector (the broker sends basic.cancel), then a channel the
+    broker closes (an ack of a delivery it never sent): each time the collector declares, binds
+    and consumes again within a second, and what is published after is all there."""
+    url = node.vhost_url(vhost)
+    async with _collecting(tmp_path, url, "nova") as (sink, collector):
+        queue = collector.settings.osc_queue_name
+        lost_before = _metric("tally_collector_connections_lost_total")
+        node.ctl("delete_queue", "-p", vhost, queue)
+        await _wait_for(lambda: _metric("tally_collector_connections_lost_total") > lost_before, within=10)
+        await _wait_for(lambda: collector.broker_problem() is None, within=5)
+        assert collector._source is not None and collector._source._connection is not None
+        await collector._source._connection.ack(10**9)
+        await _wait_for(
+            lambda: _metric("tally_collector_connections_lost_total") > lost_before + 1, within=10
+        )
+        await _wait_for(lambda: collector.broker_problem() is None, within=5)
+        async with _publishing(url, "nova", 300, 300):
+            pass
+        await _wait_for(lambda: len(_resources(sink)) >= 300, within=60)
+    assert _resources(sink) == {f"vm-{n}" for n in range(300)}
