@@ -48,6 +48,7 @@ class BrokerNode:
 
     base: Path
     config: str = ""
+    plugins: tuple[str, ...] = ()
     port: int = field(default_factory=free_port)
     dist_port: int = field(default_factory=free_port)
     name: str = field(default_factory=lambda: f"tally-t-{uuid.uuid4().hex[:8]}@localhost")
@@ -63,8 +64,7 @@ class BrokerNode:
     def _env(self) -> dict[str, str]:
         self.base.mkdir(parents=True, exist_ok=True)
         plugins = self.base / "enabled_plugins"
-        if not plugins.exists():
-            plugins.write_text("[].\n")
+        plugins.write_text(f"[{','.join(self.plugins)}].\n")
         conf = self.base / "rabbitmq.conf"
         # Loopback users (guest) may log in over TCP on this private node only.
         conf.write_text(

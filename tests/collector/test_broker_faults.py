@@ -13,7 +13,6 @@ is from 10).
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 import uuid
@@ -35,6 +34,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.rabbitmq]
 
 PUBLISHER = Path(__file__).with_name("oslo_publisher.py")
 RESTARTS = int(os.environ.get("TALLY_TEST_BROKER_RESTARTS", "3"))
+PUBLISHER_LOG = Path(os.environ.get("TMPDIR", "/tmp")) / f"tally-oslo-publisher-{os.getpid()}.log"
 
 
 def _metric(name: str) -> float:
@@ -74,18 +74,11 @@ async def _wait_for(predicate: Callable[[], bool], within: float) -> None:
 
 @asynccontextmanager
 async def _publishing(url: str, exchange: str, count: int, rate: float) -> AsyncIterator[Any]:
-    """The oslo publisher as a process; waits for it to have published everything on exit."""
-    process = await anyio.open_process(
-        [
-            sys.executable,
-            str(PUBLISHER),
-            url.replace("amqp://", "rabbit://", 1),
-            exchange,
-            str(count),
-            str(rate),
-        ],
-        stderr=subprocess.DEVNULL,
-    )
+    """The oslo publisher as a process; waits for it to have published everything on exit. Its log
+    goes to ``PUBLISHER_LOG``."""
+    command = [sys.executable, str(PUBLISHER), url.replace("amqp://", "rabbit://", 1), exchange]
+    with PUBLISHER_LOG.open("ab") as log:
+        process = await anyio.open_process([*command, str(count), str(rate)], stderr=log)
     try:
         yield process
         with anyio.fail_after(180):
@@ -114,16 +107,23 @@ async def test_broker_restarts_lose_nothing_with_openstacks_non_durable_exchange
     node: BrokerNode, vhost: str, tmp_path: Path
 ) -> None:
     url = node.vhost_url(vhost)
-    count = 600 * RESTARTS
+    # Enough to publish through every restart (each takes 6-20 s on a loaded machine).
+    count = 3000 * RESTARTS
     lost_before = _metric("tally_collector_connections_lost_total")
+    restarted = 0
     async with _collecting(tmp_path, url, "nova") as (sink, _):
-        async with _publishing(url, "nova", count, 150):
-            for _ in range(RESTARTS):
-                await anyio.sleep(1.5)
-                began = time.monotonic()
+        async with _publishing(url, "nova", count, 150) as publisher:
+            # oslo drops what it publishes before its first connection ever opened: restart only
+            # once the service is connected, as a service in production is.
+            await _wait_for(lambda: len(sink.events) > 0, within=60)
+            while restarted < RESTARTS and publisher.returncode is None:
+                began, before = time.monotonic(), len(sink.events)
                 await anyio.to_thread.run_sync(node.restart)
-                print(f"restart took {time.monotonic() - began:.1f} s; collected so far {len(sink.events)}")
+                restarted += 1
+                print(f"restart {restarted} took {time.monotonic() - began:.1f} s at {before} collected")
+                await _wait_for(lambda before=before: len(sink.events) > before, within=30)
         await _wait_for(lambda: len(_resources(sink)) >= count, within=60)
+    assert restarted == RESTARTS, "the publisher finished before every restart was done"
     missing = {f"vm-{n}" for n in range(count)} - _resources(sink)
     assert not missing, f"{len(missing)} of {count} lost across {RESTARTS} restarts"
     # Each restart ends the consuming connection (unless it came before the collector was back).
