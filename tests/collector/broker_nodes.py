@@ -105,7 +105,7 @@ class BrokerNode:
         env = self._env()
         log = open(self.base / "server.out", "ab")  # noqa: SIM115 (the child holds it)
         self.process = subprocess.Popen(
-            [str(RABBIT_BIN / "rabbitmq-server")], env=env, stdout=log, stderr=log
+            [str(RABBIT_BIN / "rabbitmq-server")], env=env, stdout=log, stderr=log, start_new_session=True
         )
         log.close()
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -134,12 +134,13 @@ class BrokerNode:
         self.start()
 
     def freeze(self) -> None:
+        """SIGSTOP to the node's whole process group: the script and the Erlang VM it runs."""
         assert self.process is not None
-        self.process.send_signal(signal.SIGSTOP)
+        os.killpg(self.process.pid, signal.SIGSTOP)
 
     def thaw(self) -> None:
         if self.process is not None:
-            self.process.send_signal(signal.SIGCONT)
+            os.killpg(self.process.pid, signal.SIGCONT)
 
     def add_vhost(self, vhost: str, user: str = "guest") -> None:
         self.ctl("add_vhost", vhost)

@@ -65,7 +65,7 @@ def test_plain_http_reporting_url_is_refused_in_one_line(
         ("vhost", "refused the vhost (the broker closed the connection: 530 NOT_ALLOWED"),
         ("password", "refused the collector (the broker closed the connection: 403 ACCESS_REFUSED"),
         ("scheme", "scheme 'amqpx' is not one of rabbit://, amqp://, amqps://"),
-        ("member", "host 2 has no usable host name"),
+        ("member", "host 2 (':5672') has no usable host name"),
         ("cafile", "cafile /nonexistent/ca.pem does not exist"),
         ("required", "do not exist on"),
     ],

@@ -207,7 +207,7 @@ def _split_netloc(rest: str) -> tuple[str, str]:
     return rest[:cut], rest[cut:]
 
 
-_BARE_HOST = re.compile(r"(?:[\w.\-]+|\[[0-9A-Fa-f:.]+\])(?::\d*)?")
+_BARE_HOST = re.compile(r"(?:[\w.\-]+|\[[0-9A-Fa-f:.]+\])?(?::\d*)?")
 
 
 def redact_url(url: str) -> str:

@@ -43,6 +43,22 @@ def http_sink_problem(settings: Settings) -> str | None:
     return None
 
 
+def amqp_url_problem(settings: Settings) -> str | None:
+    """What is wrong with ``TALLY_OSC_AMQP_URL`` (syntax, TLS files), or None; checked before anything
+    starts. What only the broker can say (login, vhost, permissions) fails the actor instead."""
+    from tally.collector import CollectorError
+    from tally.collector._service import amqp_config
+
+    config = amqp_config(settings)
+    if config is None:
+        return None
+    try:
+        config.address()
+    except CollectorError as exc:
+        return str(exc)
+    return None
+
+
 @asynccontextmanager
 async def _open_sink(settings: Settings, pipeline: Callable[[], IngestPipeline]) -> AsyncIterator[EventSink]:
     from tally.outbox import HttpSink, IngestSink

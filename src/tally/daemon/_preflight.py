@@ -10,7 +10,7 @@ import logging
 
 from tally.config import Settings
 
-from ._collector import http_sink_problem
+from ._collector import amqp_url_problem, http_sink_problem
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ def refusal(settings: Settings) -> str | None:
         # The spec: must be unset. OIDC is not supported, so a set value would be silently ignored.
         return "TALLY_REPORTING_OIDC_JWKS_URL is set, but OIDC is not supported: unset it"
     if settings.osc_amqp_url is not None:
-        problem = http_sink_problem(settings)
+        problem = http_sink_problem(settings) or amqp_url_problem(settings)
         if problem is not None:
             return problem
     return None
