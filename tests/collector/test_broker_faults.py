@@ -135,10 +135,10 @@ async def test_a_frozen_broker_costs_a_reconnect_and_nothing_else(
 ) -> None:
     """SIGSTOP for 12 s with a 2 s heartbeat: the collector gives the connection up, tries a broker
     that accepts TCP but never answers (connect timeout), and consumes again once it is thawed."""
-    url = node.vhost_url(vhost) + "?heartbeat=2&connect_timeout=2"
+    url = node.vhost_url(vhost)
     count = 1500
     lost_before = _metric("tally_collector_connections_lost_total")
-    async with _collecting(tmp_path, url, "nova") as (sink, collector):
+    async with _collecting(tmp_path, url + "?heartbeat=2&connect_timeout=2", "nova") as (sink, collector):
         async with _publishing(url, "nova", count, 150):
             await _wait_for(lambda: len(sink.events) >= 100, within=60)
             node.freeze()
