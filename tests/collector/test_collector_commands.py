@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -138,3 +139,33 @@ async def test_dump_prints_deliveries_with_credentials_redacted(
     assert message["payload"]["password"] == "***"
     assert message["payload"]["instance_id"] == "vm-1"
     assert "hunter2" not in out and "secret-token" not in out
+
+
+@pytest.mark.rabbitmq
+def test_a_user_without_permission_stops_the_command_naming_the_refusal(
+    amqp_url: str,
+    amqp_vhost: str,
+    unique: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    user = f"tally-noperm-{unique}"
+    subprocess.run(["rabbitmqctl", "add_user", user, "pw"], check=True, capture_output=True)
+    try:
+        # May log in to the vhost and read, but configure nothing: the exchange declare is refused.
+        subprocess.run(
+            ["rabbitmqctl", "set_permissions", "-p", amqp_vhost, user, "^$", "^$", ".*"],
+            check=True,
+            capture_output=True,
+        )
+        monkeypatch.setenv("TALLY_STATE_DIR", str(tmp_path))
+        monkeypatch.setenv("TALLY_OSC_AMQP_URL", amqp_url.replace("guest:guest@", f"{user}:pw@"))
+        monkeypatch.setenv("TALLY_OSC_EXCHANGES", f"{unique}-nova")
+        monkeypatch.setenv("TALLY_OSC_REPORTING_URL", "https://reporting.example")
+        assert main(["collector"]) == 2
+    finally:
+        subprocess.run(["rabbitmqctl", "delete_user", user], check=True, capture_output=True)
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "403 ACCESS_REFUSED - access to exchange" in line and f"refused for user '{user}'" in line
+    assert ":pw@" not in line
