@@ -14,6 +14,7 @@ import sys
 import time
 
 import oslo_messaging
+from collector_support import instance_payload
 from oslo_config import cfg
 
 
@@ -27,16 +28,7 @@ def main(url: str, exchange: str, count: int, rate: float, start: int = 0) -> No
     )
     began = time.monotonic()
     for n in range(start, start + count):
-        payload = {
-            "instance_id": f"vm-{n}",
-            "tenant_id": "tenant-1",
-            "instance_type": "m1.small",
-            "memory_mb": 2048,
-            "vcpus": 1,
-            "root_gb": 20,
-            "ephemeral_gb": 0,
-            "state": "active",
-        }
+        payload = instance_payload(f"vm-{n}", "tenant-1")
         notifier.info({"project_id": "tenant-1"}, "compute.instance.create.end", payload)
         ahead = began + (n - start + 1) / rate - time.monotonic()
         if ahead > 0:

@@ -16,6 +16,7 @@ from collector_support import (
     MemorySink,
     delete_queue,
     fixtures,
+    instance_payload,
     oslo_inner,
     publish,
     service_exchanges,
@@ -52,16 +53,7 @@ async def _ready_messages(url: str, name: str) -> int:
 
 
 def _instance_create(resource_id: str, **extra: object) -> bytes:
-    payload = {
-        "instance_id": resource_id,
-        "tenant_id": "t1",
-        "instance_type": "m1.small",
-        "memory_mb": 2048,
-        "vcpus": 1,
-        "root_gb": 20,
-        "ephemeral_gb": 0,
-        "state": "active",
-    }
+    payload = instance_payload(resource_id)
     return v2_body(oslo_inner("compute.instance.create.end", payload, **extra))
 
 

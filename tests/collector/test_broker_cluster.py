@@ -13,9 +13,7 @@ from __future__ import annotations
 import datetime
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
-from functools import partial
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +21,13 @@ import aio_pika
 import anyio
 import pytest
 from broker_nodes import BrokerNode, free_port
-from collector_support import MemorySink, oslo_inner, oslo_message, settings, v2_body
+from collector_support import MemorySink, collecting, oslo_inner, oslo_message, settings, v2_body, wait_for
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tally.collector import Collector, CollectorError, serve_collector
+from tally.collector import Collector, CollectorError
 
 pytestmark = [pytest.mark.anyio, pytest.mark.rabbitmq]
 
@@ -141,22 +139,6 @@ async def _publish(url: str, exchange: str, ids: list[str]) -> None:
             await target.publish(oslo_message(body), routing_key="notifications.info")
 
 
-async def _wait_for(predicate: Callable[[], bool], within: float) -> None:
-    with anyio.fail_after(within):
-        while not predicate():  # noqa: ASYNC110 (state of another task)
-            await anyio.sleep(0.05)
-
-
-@asynccontextmanager
-async def _collecting(tmp_path: Path, url: str, exchange: str) -> AsyncIterator[tuple[MemorySink, Collector]]:
-    sink = MemorySink()
-    conf = settings(tmp_path, url, f"t-{uuid.uuid4().hex[:8]}", [exchange])
-    async with anyio.create_task_group() as tg:
-        collector: Collector = await tg.start(partial(serve_collector, conf, sink=sink))
-        yield sink, collector
-        tg.cancel_scope.cancel()
-
-
 def _ids(sink: MemorySink) -> set[str]:
     return {event["resource_id"] for event in sink.events.values()}
 
@@ -168,15 +150,15 @@ async def test_fails_over_to_the_next_member_and_binds_there(cluster: Cluster, t
         f"rabbit://guest:guest@127.0.0.1:{dead},guest:guest@127.0.0.1:{cluster.a.port},"
         f"guest:guest@127.0.0.1:{cluster.b.port}/?connect_timeout=1"
     )
-    async with _collecting(tmp_path, url, exchange) as (sink, collector):
+    async with collecting(tmp_path, url, exchange) as (sink, collector):
         # The first member refuses connections: the collector started on the second.
         await _publish(cluster.a.url, exchange, ["on-a"])
-        await _wait_for(lambda: _ids(sink) == {"on-a"}, within=15)
+        await wait_for(lambda: _ids(sink) == {"on-a"}, within=15)
         await anyio.to_thread.run_sync(cluster.a.stop)
         try:
-            await _wait_for(lambda: collector.broker_problem() is None and _is_on(collector, cluster.b), 15)
+            await wait_for(lambda: collector.broker_problem() is None and _is_on(collector, cluster.b), 15)
             await _publish(cluster.b.url, exchange, ["on-b"])
-            await _wait_for(lambda: _ids(sink) == {"on-a", "on-b"}, within=15)
+            await wait_for(lambda: _ids(sink) == {"on-a", "on-b"}, within=15)
         finally:
             await anyio.to_thread.run_sync(cluster.a.start)
 
@@ -200,10 +182,10 @@ async def test_amqps_with_the_ca_and_a_client_certificate(
     )
     if login == "EXTERNAL":
         url = url.replace("guest:guest@", "")  # no password: the certificate is the login
-    async with _collecting(tmp_path, url, exchange) as (sink, collector):
+    async with collecting(tmp_path, url, exchange) as (sink, collector):
         assert collector.broker_problem() is None
         await _publish(cluster.b.url, exchange, ["over-tls"])
-        await _wait_for(lambda: _ids(sink) == {"over-tls"}, within=15)
+        await wait_for(lambda: _ids(sink) == {"over-tls"}, within=15)
 
 
 async def test_a_broker_certificate_another_ca_signed_is_refused_at_start(

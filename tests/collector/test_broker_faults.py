@@ -12,23 +12,21 @@ is from 10).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from broker_nodes import BrokerNode
-from collector_support import MemorySink, settings
+from collector_support import MemorySink, collecting, wait_for
 from prometheus_client import REGISTRY
-
-from tally.collector import Collector, serve_collector
 
 pytestmark = [pytest.mark.anyio, pytest.mark.rabbitmq]
 
@@ -66,10 +64,10 @@ def _resources(sink: MemorySink) -> set[str]:
     return {event["resource_id"] for event in sink.events.values()}
 
 
-async def _wait_for(predicate: Callable[[], bool], within: float) -> None:
-    with anyio.move_on_after(within):
-        while not predicate():  # noqa: ASYNC110 (state of another task and process)
-            await anyio.sleep(0.1)
+async def _settled(sink: MemorySink, count: int) -> None:
+    """Until ``count`` resources arrived, or a minute passed: the caller's assertion counts the loss."""
+    with contextlib.suppress(TimeoutError):
+        await wait_for(lambda: len(_resources(sink)) >= count, within=60)
 
 
 @asynccontextmanager
@@ -91,18 +89,6 @@ async def _publishing(url: str, exchange: str, count: int, rate: float) -> Async
                 await process.wait()
 
 
-@asynccontextmanager
-async def _collecting(tmp_path: Path, url: str, exchange: str) -> AsyncIterator[tuple[MemorySink, Collector]]:
-    """The collector in this process; it must still be running at the end (nothing raised)."""
-    sink = MemorySink()
-    conf = settings(tmp_path, url, f"t-{uuid.uuid4().hex[:8]}", [exchange])
-    async with anyio.create_task_group() as tg:
-        collector: Collector = await tg.start(partial(serve_collector, conf, sink=sink))
-        yield sink, collector
-        assert collector.statistics().taken >= len(sink.events)
-        tg.cancel_scope.cancel()
-
-
 async def test_broker_restarts_lose_nothing_with_openstacks_non_durable_exchanges(
     node: BrokerNode, vhost: str, tmp_path: Path
 ) -> None:
@@ -111,18 +97,18 @@ async def test_broker_restarts_lose_nothing_with_openstacks_non_durable_exchange
     count = 3000 * RESTARTS
     lost_before = _metric("tally_collector_connections_lost_total")
     restarted = 0
-    async with _collecting(tmp_path, url, "nova") as (sink, _):
+    async with collecting(tmp_path, url, "nova") as (sink, _):
         async with _publishing(url, "nova", count, 150) as publisher:
             # oslo drops what it publishes before its first connection ever opened: restart only
             # once the service is connected, as a service in production is.
-            await _wait_for(lambda: len(sink.events) > 0, within=60)
+            await wait_for(lambda: len(sink.events) > 0, within=60)
             while restarted < RESTARTS and publisher.returncode is None:
                 began, before = time.monotonic(), len(sink.events)
                 await anyio.to_thread.run_sync(node.restart)
                 restarted += 1
                 print(f"restart {restarted} took {time.monotonic() - began:.1f} s at {before} collected")
-                await _wait_for(lambda before=before: len(sink.events) > before, within=30)
-        await _wait_for(lambda: len(_resources(sink)) >= count, within=60)
+                await wait_for(lambda before=before: len(sink.events) > before, within=30)
+        await _settled(sink, count)
     assert restarted == RESTARTS, "the publisher finished before every restart was done"
     missing = {f"vm-{n}" for n in range(count)} - _resources(sink)
     assert not missing, f"{len(missing)} of {count} lost across {RESTARTS} restarts"
@@ -138,9 +124,9 @@ async def test_a_frozen_broker_costs_a_reconnect_and_nothing_else(
     url = node.vhost_url(vhost)
     count = 1500
     lost_before = _metric("tally_collector_connections_lost_total")
-    async with _collecting(tmp_path, url + "?heartbeat=2&connect_timeout=2", "nova") as (sink, collector):
+    async with collecting(tmp_path, url + "?heartbeat=2&connect_timeout=2", "nova") as (sink, collector):
         async with _publishing(url, "nova", count, 150):
-            await _wait_for(lambda: len(sink.events) >= 100, within=60)
+            await wait_for(lambda: len(sink.events) >= 100, within=60)
             node.freeze()
             try:
                 await anyio.sleep(12)
@@ -148,7 +134,7 @@ async def test_a_frozen_broker_costs_a_reconnect_and_nothing_else(
                 assert collector.broker_problem() is not None
             finally:
                 node.thaw()
-        await _wait_for(lambda: len(_resources(sink)) >= count, within=60)
+        await _settled(sink, count)
         assert collector.broker_problem() is None
     assert _resources(sink) == {f"vm-{n}" for n in range(count)}
     assert _metric("tally_collector_connections_lost_total") > lost_before
@@ -159,9 +145,9 @@ async def test_a_memory_alarm_blocks_the_publisher_and_the_collector_goes_on(
 ) -> None:
     url = node.vhost_url(vhost)
     count = 900
-    async with _collecting(tmp_path, url, "nova") as (sink, collector):
+    async with collecting(tmp_path, url, "nova") as (sink, collector):
         async with _publishing(url, "nova", count, 150):
-            await _wait_for(lambda: len(sink.events) >= 100, within=60)
+            await wait_for(lambda: len(sink.events) >= 100, within=60)
             node.ctl("set_vm_memory_high_watermark", "0.0000001")
             try:
                 taken = collector.statistics().taken
@@ -170,7 +156,7 @@ async def test_a_memory_alarm_blocks_the_publisher_and_the_collector_goes_on(
                 assert collector.statistics().taken >= taken
             finally:
                 node.ctl("set_vm_memory_high_watermark", "0.4")
-        await _wait_for(lambda: len(_resources(sink)) >= count, within=60)
+        await _settled(sink, count)
     assert _resources(sink) == {f"vm-{n}" for n in range(count)}
 
 
@@ -181,19 +167,17 @@ async def test_a_cancelled_consumer_and_a_closed_channel_are_consumed_again(
     broker closes (an ack of a delivery it never sent): each time the collector declares, binds
     and consumes again within a second, and what is published after is all there."""
     url = node.vhost_url(vhost)
-    async with _collecting(tmp_path, url, "nova") as (sink, collector):
+    async with collecting(tmp_path, url, "nova") as (sink, collector):
         queue = collector.settings.osc_queue_name
         lost_before = _metric("tally_collector_connections_lost_total")
         node.ctl("delete_queue", "-p", vhost, queue)
-        await _wait_for(lambda: _metric("tally_collector_connections_lost_total") > lost_before, within=10)
-        await _wait_for(lambda: collector.broker_problem() is None, within=5)
+        await wait_for(lambda: _metric("tally_collector_connections_lost_total") > lost_before, within=10)
+        await wait_for(lambda: collector.broker_problem() is None, within=5)
         assert collector._source is not None and collector._source._connection is not None
         await collector._source._connection.ack(10**9)
-        await _wait_for(
-            lambda: _metric("tally_collector_connections_lost_total") > lost_before + 1, within=10
-        )
-        await _wait_for(lambda: collector.broker_problem() is None, within=5)
+        await wait_for(lambda: _metric("tally_collector_connections_lost_total") > lost_before + 1, within=10)
+        await wait_for(lambda: collector.broker_problem() is None, within=5)
         async with _publishing(url, "nova", 300, 300):
             pass
-        await _wait_for(lambda: len(_resources(sink)) >= 300, within=60)
+        await _settled(sink, 300)
     assert _resources(sink) == {f"vm-{n}" for n in range(300)}

@@ -22,7 +22,7 @@ import aio_pika
 import anyio
 import httpx
 import pytest
-from collector_support import delete_queue, oslo_inner, service_exchanges, v2_body
+from collector_support import delete_queue, instance_payload, oslo_inner, service_exchanges, v2_body
 from outbox_support import SinkServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.rabbitmq]
@@ -44,16 +44,7 @@ def _notifications(
     rng = random.Random(seed)
     billable = []
     for n in range(unique_billable):
-        payload = {
-            "instance_id": f"vm-{n}",
-            "tenant_id": f"tenant-{n % 7}",
-            "instance_type": "m1.small",
-            "memory_mb": 2048,
-            "vcpus": 1,
-            "root_gb": 20,
-            "ephemeral_gb": 0,
-            "state": "active",
-        }
+        payload = instance_payload(f"vm-{n}", f"tenant-{n % 7}")
         billable.append(v2_body(oslo_inner("compute.instance.create.end", payload, message_id=f"msg-{n}")))
     noisy = [v2_body(oslo_inner("compute.instance.exists", {"instance_id": f"vm-{n}"})) for n in range(noise)]
     bodies = billable + noisy + [rng.choice(billable) for _ in range(duplicates)]
