@@ -213,8 +213,9 @@ _BARE_HOST = re.compile(r"(?:[\w.\-]+|\[[0-9A-Fa-f:.]+\])?(?::\d*)?")
 def redact_url(url: str) -> str:
     """The URL with every member's password replaced by ``***``; never raises, whatever the URL.
 
-    A member list it cannot read with certainty (a password holding a raw ``,`` or ``@``) is
-    hidden whole up to its last ``@``: better an unreadable log line than a password in it.
+    A member list it cannot read with certainty (a password holding a raw ``,``: a member that
+    is not a host, or credentials without ``user:``) is hidden whole up to its last ``@``: better an
+    unreadable log line than a password in it.
     """
     scheme, sep, rest = url.partition("://")
     if not sep:
@@ -223,9 +224,9 @@ def redact_url(url: str) -> str:
     members = []
     for member in netloc.split(","):
         credentials, at, hostport = member.rpartition("@")
-        if not _BARE_HOST.fullmatch(hostport):
+        if not _BARE_HOST.fullmatch(hostport) or (at and ":" not in credentials):
             return f"{scheme}{sep}***@{netloc.rpartition('@')[2]}{tail}" if "@" in netloc else url
-        if at and ":" in credentials:
+        if at:
             credentials = credentials.partition(":")[0] + ":***"
         members.append(f"{credentials}{at}{hostport}")
     return f"{scheme}{sep}{','.join(members)}{tail}"
