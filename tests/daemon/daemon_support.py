@@ -35,6 +35,8 @@ def daemon_env(state_dir: Path, port: int, **extra: str) -> dict[str, str]:
         "TALLY_STATE_DIR": str(state_dir),
         "TALLY_REPORTING_HTTP_PORT": str(port),
         "TALLY_SHUTDOWN_GRACE_S": str(GRACE_S),
+        # A worktree's tests run its own src (PYTHONPATH), not the checkout the venv installed.
+        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),
         **extra,
     }
 

@@ -65,7 +65,13 @@ QUEUE_MESSAGES = Gauge(
 QUEUE_CONSUMERS = Gauge(
     "tally_collector_queue_consumers", "Consumers of the collector's queue, as the passive declare reports."
 )
-EXCHANGES_MISSING = Gauge(
-    "tally_collector_exchanges_missing",
-    "Configured exchanges not found on the broker (retried with backoff).",
+OWNER_MISSING = Counter(
+    "tally_collector_owner_missing_total",
+    "Events sent without a project (none in the payload or the request context): the Reporting API "
+    "refuses them into its dead letters. By oslo event type.",
+    ["event_type"],
+)
+CONNECTED = Gauge(
+    "tally_collector_connected",
+    "1 while the collector consumes from the broker, 0 while it connects again (the log says why).",
 )

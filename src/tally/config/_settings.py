@@ -49,11 +49,12 @@ class Settings(BaseSettings):
 
     # -- collector (oslo notifications) ---------------------------------------------------------------
     osc_amqp_url: SecretStr | None = None
-    osc_exchanges: str = "nova,neutron,openstack,glance"
+    osc_exchanges: str = "nova,neutron,openstack,glance,octavia"
     osc_topics: str = "notifications.info"
     osc_queue_name: str = "tally-notifications"
     osc_queue_type: Literal["classic", "quorum"] = "classic"
     osc_require_exchanges: bool = False
+    osc_durable_exchanges: bool = False
     osc_cloud: str = "os-sim"
     osc_reporting_url: str | None = None
     osc_reporting_insecure: bool = False

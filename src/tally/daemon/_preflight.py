@@ -15,7 +15,7 @@ import socket
 from tally.config import Settings
 from tally.store import UnsupportedStoreUrl, dialect_of
 
-from ._collector import http_sink_problem
+from ._collector import amqp_url_problem, http_sink_problem
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ def refusal(settings: Settings) -> str | None:
         except UnsupportedStoreUrl as exc:
             return f"TALLY_REPORTING_DB_URL: {exc}"
     if settings.osc_amqp_url is not None:
-        problem = http_sink_problem(settings)
+        problem = http_sink_problem(settings) or amqp_url_problem(settings)
         if problem is not None:
             return problem
     return port_problem(settings.reporting_http_addr, settings.reporting_http_port)
