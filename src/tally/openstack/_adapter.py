@@ -6,7 +6,8 @@
    other services would answer it with a narrowed listing that reads as complete.
 3. Read nova's version document and negotiate the microversion (2.47 when the
    cloud has it: the flavor comes embedded in each server).
-4. Concurrently, each read to its end: live servers, deleted servers (only with
+4. Concurrently, each read to its end: live servers, soft-deleted servers (restorable,
+   so observed alive, in state soft_deleted), deleted servers (only with
    a window; each with its launch and flavor, which book a whole life the bus
    missed), flavors (only below 2.47), volumes, floating IPs, images (visible
    to all, then the hidden ones), load balancers (only with include_octavia).
@@ -19,6 +20,7 @@ costs that type its completeness and nothing else.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +45,7 @@ from tally.reconcile import (
 from ._clouds_yaml import ResolvedCloud, resolve_cloud
 from ._evidence import (
     ListingInvalid,
+    is_soft_deleted,
     observe_deleted_server,
     observe_floating_ip,
     observe_image,
@@ -59,6 +62,10 @@ log = logging.getLogger(__name__)
 EMBEDDED_FLAVOR = (2, 47)
 LISTING_OF = {"instance": "server", "volume": "volume", "floating_ip": "floating_ip", "image": "image"}
 REQUEST_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+LIVE = {"all_tenants": "1"}
+# Nova's live listing leaves soft-deleted servers out; they are restorable, so they are observed (in
+# state soft_deleted) on every run, or the absence pass would book them deleted.
+SOFT_DELETED = {"all_tenants": "1", "deleted": "true", "status": "SOFT_DELETED"}
 
 
 def negotiate_microversion(document: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -181,7 +188,7 @@ class OpenStackAdapter:
             finally:
                 progress.end(listing)
 
-        async def live_servers() -> None:
+        async def live_servers(params: Mapping[str, str]) -> None:
             if flavors_embedded:
                 out.resources.extend(
                     await list_all(
@@ -190,7 +197,7 @@ class OpenStackAdapter:
                         key="servers",
                         links_key="servers_links",
                         convert=lambda d: observe_server(d, None),
-                        params={"all_tenants": "1"},
+                        params=params,
                         headers=nova,
                     )
                 )
@@ -203,7 +210,7 @@ class OpenStackAdapter:
                     key="servers",
                     links_key="servers_links",
                     convert=lambda d: d,
-                    params={"all_tenants": "1"},
+                    params=params,
                     headers=nova,
                 )
             )
@@ -216,14 +223,15 @@ class OpenStackAdapter:
                 "changes-since": format_instant(request.deleted_since),
             }
             # Kept raw until the flavors are known, as the live servers are: a whole life is booked
-            # with the flavor the server ended with.
+            # with the flavor the server ended with. A soft-deleted one is not gone: the listing of
+            # every soft-deleted server observes it.
             deleted.extend(
                 await list_all(
                     client,
                     compute + "/servers/detail",
                     key="servers",
                     links_key="servers_links",
-                    convert=lambda d: d,
+                    convert=lambda d: None if is_soft_deleted(d) else d,
                     params=params,
                     headers=nova,
                 )
@@ -287,7 +295,8 @@ class OpenStackAdapter:
             )
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(guarded, "instance", "server", live_servers)
+            tg.start_soon(guarded, "instance", "server", functools.partial(live_servers, LIVE))
+            tg.start_soon(guarded, "instance", "server", functools.partial(live_servers, SOFT_DELETED))
             if request.deleted_since is not None:
                 tg.start_soon(guarded, "instance", "server", deleted_servers)
             if not flavors_embedded:

@@ -70,7 +70,7 @@ WORLD_FORMAT: Final = 1
 
 #: Canonical states a segment may carry, per type (the states Tally's mapping produces).
 STATES: Final[Mapping[str, frozenset[str]]] = {
-    "instance": frozenset({"active", "shutoff", "shelved", "paused", "suspended", "error"}),
+    "instance": frozenset({"active", "shutoff", "shelved", "paused", "suspended", "error", "soft_deleted"}),
     "volume": frozenset(
         {
             "available",
@@ -123,6 +123,8 @@ TRANSITIONS: Final[Mapping[str, frozenset[str]]] = {
             "migrating",
             "image_snapshot",
             "deleting",
+            "soft-deleting",
+            "restoring",
         }
     ),
     "volume": frozenset(

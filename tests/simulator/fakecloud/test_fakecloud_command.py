@@ -93,6 +93,21 @@ async def test_the_generated_month_is_served_exactly() -> None:
             answer = await fake.get(path, token)
             assert answer.status_code == 200
             listed = {row["id"] for row in answer.json()[key]}
-            assert listed == {r.resource_id for r in world.of_type(rtype) if r.alive_at(world.period_to)}, (
-                rtype
-            )
+            # A soft-deleted server is alive (restorable) but nova lists it only with deleted=true.
+            live = {
+                r.resource_id
+                for r in world.of_type(rtype)
+                if r.alive_at(world.period_to) and r.last.state != "soft_deleted"
+            }
+            assert listed == live, rtype
+        restorable = {
+            r.resource_id
+            for r in world.of_type("instance")
+            if r.alive_at(world.period_to) and r.last.state == "soft_deleted"
+        }
+        assert restorable, "the month holds no soft-deleted server"
+        answer = await fake.get(
+            "/compute/v2.1/servers/detail?all_tenants=1&deleted=true&status=SOFT_DELETED", token
+        )
+        assert {row["id"] for row in answer.json()["servers"]} == restorable
+        assert {row["OS-EXT-STS:vm_state"] for row in answer.json()["servers"]} == {"soft-delete"}

@@ -204,6 +204,10 @@ class Recorder:
         ]
         h.draft.change(at, transition="deleting")
         self._nova(h, at, "compute.instance.delete.start", state, "deleting")
+        # Nova detaches the server's volumes as it deletes it: cinder has them available again.
+        for vol in h.volumes:
+            if vol.alive:
+                self.detach(vol, at + SECOND)
         self._nova(h, at + SECOND, "compute.instance.shutdown.start", state, "deleting")
         self._nova(h, at + 2 * SECOND, "compute.instance.shutdown.end", state, "deleting")
         port = draw_uuid(h.tenant.ids)
@@ -238,7 +242,8 @@ class Recorder:
         return h
 
     def attach(self, v: Handle, server: Handle, at: datetime) -> None:
-        v.draft.transition(at, at + 3 * SECOND, "attaching", attached_to=server.rid)
+        # Cinder rests an attached volume in-use (the state the attach.end books and the listing shows).
+        v.draft.transition(at, at + 3 * SECOND, "attaching", attached_to=server.rid, state="in-use")
         self.emit(at, "volume.attach.start", "cinder", v.tenant, resource_id=v.rid, state="attaching")
         self.emit(at + 3 * SECOND, "volume.attach.end", "cinder", v.tenant, resource_id=v.rid, state="in-use")
         self._nova(server, at + 3 * SECOND, "compute.instance.volume.attach", server.draft.current.state)
@@ -246,7 +251,7 @@ class Recorder:
     def detach(self, v: Handle, at: datetime) -> datetime:
         if v.draft.current.attached_to is None:
             return at
-        v.draft.transition(at, at + 3 * SECOND, "detaching", attached_to=None)
+        v.draft.transition(at, at + 3 * SECOND, "detaching", attached_to=None, state="available")
         self.emit(at, "volume.detach.start", "cinder", v.tenant, resource_id=v.rid, state="detaching")
         self.emit(
             at + 3 * SECOND, "volume.detach.end", "cinder", v.tenant, resource_id=v.rid, state="available"
@@ -257,13 +262,15 @@ class Recorder:
         done = at + jitter(rng, 5, 40)
         v.draft.transition(at, done, "extending", size_gb=size_gb)
         self.emit(at, "volume.resize.start", "cinder", v.tenant, resource_id=v.rid, state="extending")
-        self.emit(done, "volume.resize.end", "cinder", v.tenant, resource_id=v.rid, state="available")
+        self.emit(
+            done, "volume.resize.end", "cinder", v.tenant, resource_id=v.rid, state=v.draft.current.state
+        )
         return done
 
     def retype(self, v: Handle, at: datetime, vtype: str, rng: random.Random) -> datetime:
         done = at + jitter(rng, 10, 120)
         v.draft.transition(at, done, "retyping", volume_type_id=self.vtypes[vtype].id)
-        self.emit(done, "volume.retype", "cinder", v.tenant, resource_id=v.rid, state="available")
+        self.emit(done, "volume.retype", "cinder", v.tenant, resource_id=v.rid, state=v.draft.current.state)
         return done
 
     def transfer(
