@@ -52,9 +52,10 @@ from ._evidence import (
     observe_loadbalancer,
     observe_server,
     observe_volume,
+    volume_type_name,
 )
 from ._keystone import EndpointMissing, Grant, authenticate
-from ._listing import ListingFailed, get_json, list_all, tls_context
+from ._listing import UNTIL_EMPTY, ListingFailed, get_json, list_all, tls_context
 from ._settings import AdapterConfigError, OpenStackSettings, parse_adapter_config
 
 log = logging.getLogger(__name__)
@@ -336,16 +337,17 @@ class OpenStackAdapter:
             ) as client:
                 try:
                     url = grant.endpoint("block-storage") + "/types"
-                    listed = await list_all(
+                    # Cinder's type listing has no next link and caps a page at osapi_max_limit:
+                    # it is paged by marker until a page comes back empty.
+                    return await list_all(
                         client,
                         url,
                         key="volume_types",
-                        links_key="volume_types_links",
-                        convert=lambda d: (str(d["id"]), str(d["name"])),
+                        links_key=UNTIL_EMPTY,
+                        convert=volume_type_name,
                         params={"is_public": "None"},
                     )
-                except (ListingFailed, EndpointMissing, KeyError) as exc:
+                except (ListingFailed, EndpointMissing, ListingInvalid) as exc:
                     raise SizeNamesFailed(f"listing the volume types: {exc}") from exc
         finally:
             progress.end("volume_type")
-        return [SizeNameEntry("volume", "type", type_id, name) for type_id, name in listed]

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from tally.reconcile import DeletedResource, ObservedResource
+from tally.reconcile import DeletedResource, ObservedResource, SizeNameEntry
 
 from ._instants import parse_platform_instant
 
@@ -238,3 +238,11 @@ def observe_loadbalancer(doc: Mapping[str, Any]) -> ObservedResource | None:
         loadbalancer_in_transition(status),
         created_size={"listeners": 0, "pools": 0},
     )
+
+
+def volume_type_name(doc: Mapping[str, Any]) -> SizeNameEntry:
+    """A cinder volume type: the id volume notifications carry, and the name the listings show."""
+    try:
+        return SizeNameEntry("volume", "type", str(doc["id"]), str(doc["name"]))
+    except KeyError as exc:
+        raise ListingInvalid(f"volume type {doc.get('id')} names no {exc.args[0]}") from exc

@@ -97,9 +97,13 @@ async def test_the_generated_month_is_served_exactly() -> None:
             live = {
                 r.resource_id
                 for r in world.of_type(rtype)
-                if r.alive_at(world.period_to) and r.last.state != "soft_deleted"
+                if r.alive_at(world.period_to) and r.last.state != "soft_deleted" and not r.hidden
             }
             assert listed == live, rtype
+        hidden = {r.resource_id for r in world.of_type("image") if r.alive_at(world.period_to) and r.hidden}
+        assert hidden, "the month holds no hidden image"
+        answer = await fake.get("/image/v2/images?visibility=all&os_hidden=true", token)
+        assert {row["id"] for row in answer.json()["images"]} == hidden
         restorable = {
             r.resource_id
             for r in world.of_type("instance")

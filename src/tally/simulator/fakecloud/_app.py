@@ -297,7 +297,9 @@ def create_fake_cloud_app(
     @app.get("/compute/v2.1/")
     @app.get("/compute/v2.1")
     async def compute_version() -> Response:
-        return await serve("compute", with_version(lambda token, version: _nova.version(compute_root())))
+        # Nova serves its version document without a token, as keystoneauth's discovery expects.
+        refused = await gate("compute", authenticated=False)
+        return refused if isinstance(refused, Response) else _nova.version(compute_root())
 
     @app.get("/compute/v2.1/servers/detail")
     async def servers_detail() -> Response:
@@ -328,6 +330,8 @@ def create_fake_cloud_app(
 
     @app.get("/volume/")
     @app.get("/volume")
+    @app.get("/volume/v3/")
+    @app.get("/volume/v3")
     async def volume_versions() -> Response:
         refused = await gate("block-storage", authenticated=False)
         return refused if isinstance(refused, Response) else _cinder.versions(volume_root())

@@ -176,6 +176,7 @@ def _build(
             stream(seed, f"shape/classic/{i}", period),
             stream(seed, f"shape/pre-existing/{i}", period),
             addresses,
+            hide_first_image=i == 0,
         )
     for k, (alpha, beta) in enumerate(gardens):
         wl.gardener_alpha(rec, alpha, span, stream(seed, f"shape/alpha/{k}", period), addresses)
