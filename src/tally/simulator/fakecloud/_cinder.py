@@ -116,6 +116,11 @@ def _volume(
     }
     if version >= (3, 63):
         body["volume_type_id"] = seg.volume_type_id
+    if ctx.token.is_admin:
+        # Cinder's admin-only attributes (host and migration extensions).
+        body["os-vol-host-attr:host"] = "storage-01@lvm#lvm"
+        body["os-vol-mig-status-attr:migstat"] = None
+        body["os-vol-mig-status-attr:name_id"] = None
     return body
 
 

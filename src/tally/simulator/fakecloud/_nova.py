@@ -190,6 +190,9 @@ def _server(
             {"rel": "bookmark", "href": f"{root}/servers/{r.resource_id}"},
         ],
     }
+    body.update({"OS-DCF:diskConfig": "MANUAL", "config_drive": "", "security_groups": [{"name": "default"}]})
+    if ctx.token.is_admin:
+        body.update(_admin_attributes(r, version))
     if version >= (2, 9):
         body["locked"] = False
     if version >= (2, 26):
@@ -208,6 +211,31 @@ def _status_of(seg: Segment) -> str:
     vm_state = _VM_STATE[seg.state]
     status = _STATUS[vm_state]
     return _task_status(vm_state, seg.transition, status) if seg.transition else status
+
+
+def _admin_attributes(r: Resource, version: tuple[int, int]) -> dict[str, Any]:
+    """The extended server attributes nova shows an admin (host placement; more from 2.3 and 2.16)."""
+    host = "compute-0" + str(int(r.resource_id[:2], 16) % 4 + 1)
+    attrs: dict[str, Any] = {
+        "OS-EXT-SRV-ATTR:host": host,
+        "OS-EXT-SRV-ATTR:hypervisor_hostname": host,
+        "OS-EXT-SRV-ATTR:instance_name": f"instance-{int(r.resource_id[:6], 16):08x}",
+    }
+    if version >= (2, 3):
+        attrs.update(
+            {
+                "OS-EXT-SRV-ATTR:hostname": r.name,
+                "OS-EXT-SRV-ATTR:kernel_id": "",
+                "OS-EXT-SRV-ATTR:launch_index": 0,
+                "OS-EXT-SRV-ATTR:ramdisk_id": "",
+                "OS-EXT-SRV-ATTR:reservation_id": "r-" + r.resource_id[:8],
+                "OS-EXT-SRV-ATTR:root_device_name": "/dev/vda",
+                "OS-EXT-SRV-ATTR:user_data": None,
+            }
+        )
+    if version >= (2, 16):
+        attrs["host_status"] = "UP"
+    return attrs
 
 
 def _task_status(vm_state: str, task: str, default: str) -> str:
