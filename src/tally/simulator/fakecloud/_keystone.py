@@ -11,7 +11,7 @@ import hashlib
 import re
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any, Final
@@ -65,7 +65,11 @@ class User:
 
 @dataclass(frozen=True)
 class AppCredential:
-    """An application credential of a user; ``access_rules`` ``None`` means unrestricted."""
+    """An application credential of a user; ``access_rules`` ``None`` means no rule restricts it.
+
+    ``roles`` are the names of the roles it delegates (the user's, when none were asked for);
+    ``unrestricted`` is keystone's flag that lets it manage other credentials.
+    """
 
     id: str
     name: str
@@ -74,6 +78,13 @@ class AppCredential:
     access_rules: tuple[Mapping[str, str], ...] | None = None
     expires_at: datetime | None = None
     deleted: bool = False
+    description: str | None = None
+    roles: tuple[str, ...] | None = None
+    unrestricted: bool = False
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        return self.user.roles if self.roles is None else self.roles
 
 
 @dataclass(frozen=True)
@@ -85,6 +96,7 @@ class Token:
     is_admin: bool
     app_credential: AppCredential | None
     expires_at: datetime
+    methods: tuple[str, ...] = ()
 
     @property
     def restricted(self) -> bool:
@@ -233,7 +245,16 @@ def authenticate(accounts: Accounts, body: object) -> Token:
             raise _unauthorized()
         if cred.expires_at is not None and cred.expires_at <= now:
             raise _unauthorized()
-        return Token(cred.user, cred.user.project_id, "admin" in cred.user.roles, cred, now + TOKEN_LIFETIME)
+        return Token(
+            cred.user,
+            cred.user.project_id,
+            "admin" in cred.role_names,
+            cred,
+            now + TOKEN_LIFETIME,
+            ("application_credential",),
+        )
+    if methods == ["token"]:
+        return _from_token(accounts, identity.get("token"), scope)
     if methods == ["password"]:
         password = identity.get("password")
         if not isinstance(password, dict) or not isinstance(password.get("user"), dict):
@@ -252,8 +273,37 @@ def authenticate(accounts: Accounts, body: object) -> Token:
                 project.get("name") != user.project_name or not _domain_ok(project.get("domain"))
             ):
                 raise _unauthorized()
-        return Token(user, user.project_id, "admin" in user.roles, None, now + TOKEN_LIFETIME)
+        return Token(user, user.project_id, "admin" in user.roles, None, now + TOKEN_LIFETIME, ("password",))
     raise _unauthorized()
+
+
+def forbidden(action: str) -> KeystoneError:
+    """Keystone's ForbiddenAction."""
+    return KeystoneError(
+        403, "Forbidden", f"You are not authorized to perform the requested action: {action}."
+    )
+
+
+def _from_token(accounts: Accounts, info: object, scope: object) -> Token:
+    """The ``token`` method: a new token for the one presented, expiring when it does (keystone never
+    extends a token), the same project; one from an application credential may not ask for a scope."""
+    if not isinstance(info, dict) or not info.get("id"):
+        raise _bad_request("id", "token")
+    presented = accounts.validate(str(info["id"]))
+    if presented is None:
+        raise KeystoneError(404, "Not Found", f"Could not find token: {info['id']}.")
+    if presented.app_credential is not None and scope:
+        raise forbidden("Using an application credential token to create a scoped token is not allowed.")
+    if isinstance(scope, dict):
+        project = scope.get("project")
+        if not isinstance(project, dict) or project.get("id") not in (None, presented.project_id):
+            raise _unauthorized()
+        if project.get("id") is None and (
+            project.get("name") != presented.user.project_name or not _domain_ok(project.get("domain"))
+        ):
+            raise _unauthorized()
+    methods = tuple(dict.fromkeys((*presented.methods, "token")))
+    return replace(presented, methods=methods)
 
 
 def _stamp(value: datetime) -> str:
@@ -263,9 +313,10 @@ def _stamp(value: datetime) -> str:
 def token_body(token: Token, base_url: str, *, with_catalog: bool = True) -> dict[str, Any]:
     """The token document keystone answers, with the catalog built on ``base_url`` (the request's host)."""
     user = token.user
-    roles = [{"id": _hex_id(f"role/{r}"), "name": r} for r in user.roles]
+    names = token.app_credential.role_names if token.app_credential is not None else user.roles
+    roles = [{"id": _hex_id(f"role/{r}"), "name": r} for r in names]
     body: dict[str, Any] = {
-        "methods": ["application_credential"] if token.app_credential else ["password"],
+        "methods": list(token.methods),
         "user": {"id": user.id, "name": user.name, "domain": dict(DOMAIN), "password_expires_at": None},
         "audit_ids": [secrets.token_urlsafe(16)[:22]],
         "issued_at": _stamp(token.expires_at - TOKEN_LIFETIME),
@@ -276,14 +327,26 @@ def token_body(token: Token, base_url: str, *, with_catalog: bool = True) -> dic
     }
     if token.app_credential is not None:
         cred = token.app_credential
-        body["application_credential"] = {"id": cred.id, "name": cred.name, "restricted": True}
+        body["application_credential"] = {
+            "id": cred.id,
+            "name": cred.name,
+            "restricted": not cred.unrestricted,
+        }
         if cred.access_rules is not None:
-            body["application_credential"]["access_rules"] = [
-                {"id": _hex_id(f"rule/{i}"), **rule} for i, rule in enumerate(cred.access_rules)
-            ]
+            body["application_credential"]["access_rules"] = access_rule_refs(cred.access_rules)
     if with_catalog:
         body["catalog"] = catalog(base_url, token.project_id)
     return {"token": body}
+
+
+def role_ref(name: str) -> dict[str, Any]:
+    """A role as keystone names it in an application credential."""
+    return {"id": _hex_id(f"role/{name}"), "name": name, "domain_id": None}
+
+
+def access_rule_refs(rules: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """Access rules as keystone shows them: each with its id (a rule created without one gets one)."""
+    return [{"id": rule.get("id") or _hex_id(f"rule/{i}"), **rule} for i, rule in enumerate(rules)]
 
 
 def catalog(base_url: str, project_id: str) -> list[dict[str, Any]]:
