@@ -76,14 +76,18 @@ def attached_world(*, detached: bool):  # type: ignore[no-untyped-def]
     return b.build(), p, vol.build()
 
 
+async def created_and_attached(h: Harness, p: Project, vol: Resource) -> None:
+    await deliver(
+        h,
+        cinder_notification(h, "volume.create.end", CREATED, vol, p, "available"),
+        cinder_notification(h, "volume.attach.end", ATTACHED, vol, p, "in-use"),
+    )
+
+
 async def test_an_attached_volume_gets_no_correction(store: Store, tmp_path: Path) -> None:
     w, p, vol = attached_world(detached=False)
     async with open_harness(w, store, tmp_path) as h:
-        await deliver(
-            h,
-            cinder_notification(h, "volume.create.end", CREATED, vol, p, "available"),
-            cinder_notification(h, "volume.attach.end", ATTACHED, vol, p, "in-use"),
-        )
+        await created_and_attached(h, p, vol)
         outcome = await h.sync(T0 + minutes(60))
         assert outcome.status is Status.COMPLETED
         assert (outcome.stats["created"], outcome.stats["updated"], outcome.stats["deleted"]) == (0, 0, 0)
@@ -94,11 +98,7 @@ async def test_a_detach_returns_the_record_to_available_with_no_correction(
 ) -> None:
     w, p, vol = attached_world(detached=True)
     async with open_harness(w, store, tmp_path) as h:
-        await deliver(
-            h,
-            cinder_notification(h, "volume.create.end", CREATED, vol, p, "available"),
-            cinder_notification(h, "volume.attach.end", ATTACHED, vol, p, "in-use"),
-        )
+        await created_and_attached(h, p, vol)
         first = await h.sync(T0 + minutes(60))
         await deliver(h, cinder_notification(h, "volume.detach.end", DETACHED, vol, p, "available"))
         second = await h.sync(T0 + minutes(180))

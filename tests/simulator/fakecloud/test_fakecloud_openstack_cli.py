@@ -3,6 +3,7 @@ the catalog, the read-only application credential's create, then the account che
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -14,22 +15,13 @@ import pytest
 import yaml
 from fakecloud_support import Fake
 
-from tally.simulator.fakecloud import ADMIN_PASSWORD, ADMIN_PROJECT, ADMIN_USER, READ_ONLY_RULES
+from tally.simulator.fakecloud import READ_ONLY_RULES, admin_cloud_entry
 
 pytestmark = pytest.mark.anyio
 
 OPENSTACK = shutil.which("openstack", path=str(Path(sys.executable).parent)) or shutil.which("openstack")
-# Seed 001, step 2: the eight rules, as the operator types them.
-RULES = """[
-    {"service": "compute", "method": "GET", "path": "/**/servers/detail"},
-    {"service": "compute", "method": "GET", "path": "/**/flavors/detail"},
-    {"service": "compute", "method": "GET", "path": "/**/"},
-    {"service": "block-storage", "method": "GET", "path": "/**/volumes/detail"},
-    {"service": "block-storage", "method": "GET", "path": "/**/types"},
-    {"service": "network", "method": "GET", "path": "/**/floatingips"},
-    {"service": "image", "method": "GET", "path": "/**/images"},
-    {"service": "load-balancer", "method": "GET", "path": "/**/lbaas/loadbalancers"}
-  ]"""
+# Seed 001, step 2: the eight rules of a credential that only reads.
+RULES = json.dumps([dict(rule) for rule in READ_ONLY_RULES], indent=2)
 
 
 class Cli:
@@ -39,21 +31,7 @@ class Cli:
         self.clouds_file = directory / "clouds.yaml"
         self.secure_file = directory / "secure.yaml"
         self.auth_url = auth_url
-        self.clouds: dict[str, Any] = {
-            "os-prod-eu1-password": {
-                "auth_type": "password",
-                "auth": {
-                    "auth_url": auth_url,
-                    "username": ADMIN_USER,
-                    "password": ADMIN_PASSWORD,
-                    "project_name": ADMIN_PROJECT,
-                    "user_domain_name": "Default",
-                    "project_domain_name": "Default",
-                },
-                "region_name": "RegionOne",
-                "interface": "public",
-            }
-        }
+        self.clouds: dict[str, Any] = {"os-prod-eu1-password": admin_cloud_entry(auth_url)}
         self.secure: dict[str, Any] = {}
         self.write()
 

@@ -49,6 +49,23 @@ CATALOG: Final = (
 )
 
 
+def admin_cloud_entry(auth_url: str) -> dict[str, Any]:
+    """The clouds.yaml entry of the admin account (its password), for any OpenStack client."""
+    return {
+        "auth_type": "password",
+        "auth": {
+            "auth_url": auth_url,
+            "username": ADMIN_USER,
+            "password": ADMIN_PASSWORD,
+            "project_name": ADMIN_PROJECT,
+            "user_domain_name": "Default",
+            "project_domain_name": "Default",
+        },
+        "region_name": "RegionOne",
+        "interface": "public",
+    }
+
+
 def _hex_id(text: str) -> str:
     return hashlib.md5(text.encode()).hexdigest()
 

@@ -157,6 +157,18 @@ class Recorder:
             h, at, rng, "power_on", (5, 30), "powering-on", ("stopped", "active"), "active"
         )
 
+    def soft_delete(self, h: Handle, at: datetime, rng: random.Random) -> datetime:
+        """A delete under nova's reclaim_instance_interval: the server rests restorable in soft-delete."""
+        return self._nova_operation(
+            h, at, rng, "soft_delete", (3, 20), "soft-deleting", ("active", "soft-delete"), "soft_deleted"
+        )
+
+    def restore(self, h: Handle, at: datetime, rng: random.Random) -> datetime:
+        """The owner's restore of a soft-deleted server: the same server, active again, one history."""
+        return self._nova_operation(
+            h, at, rng, "restore", (5, 30), "restoring", ("soft-delete", "active"), "active"
+        )
+
     def resize(self, h: Handle, at: datetime, flavor: str, rng: random.Random) -> datetime:
         new = self.flavors[flavor]
         migrated = at + jitter(rng, 30, 120)

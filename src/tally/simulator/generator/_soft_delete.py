@@ -2,10 +2,10 @@
 
 With a reclaim interval set, nova's delete only soft-deletes a server: it rests in vm_state
 ``soft-delete`` (listed only with ``deleted=true``), restorable by its owner, until nova's periodic
-reclaim deletes it for good once ``deleted_at`` is older than the interval. Each helper changes the
-world and records the notifications nova sends, as the recorder's own helpers do; the workload
-gives every classic project servers whose deletes end each of the three ways (restored, reclaimed
-inside the month, still restorable at its end).
+reclaim deletes it for good once ``deleted_at`` is older than the interval. The reclaim changes the
+world and records the notifications nova sends, as the recorder's helpers do (the soft delete and the
+restore are the recorder's); the workload gives every classic project servers whose deletes end each
+of the three ways (restored, reclaimed inside the month, still restorable at its end).
 """
 
 from __future__ import annotations
@@ -24,50 +24,18 @@ RECLAIM_TICK_S = (60, 600)
 FATES = ("restored", "reclaimed", "restorable")
 
 
-def soft_delete(rec: Recorder, vm: Handle, at: datetime, rng: random.Random) -> datetime:
-    """The owner's delete of an active server: nova powers it off and rests it in soft-delete."""
-    done = at + jitter(rng, 3, 20)
-    vm.draft.transition(at, done, "soft-deleting", state="soft_deleted")
-    rec.emit(
-        at, "compute.instance.soft_delete.start", "nova", vm.tenant, resource_id=vm.rid,
-        state="active", host=vm.host, extra=("soft-deleting",),
-    )  # fmt: skip
-    rec.emit(
-        done, "compute.instance.soft_delete.end", "nova", vm.tenant, resource_id=vm.rid,
-        state="soft-delete", host=vm.host,
-    )  # fmt: skip
-    return done
-
-
-def restore(rec: Recorder, vm: Handle, at: datetime, rng: random.Random) -> datetime:
-    """The owner's restore: the same server, active again, its history one."""
-    done = at + jitter(rng, 5, 30)
-    vm.draft.transition(at, done, "restoring", state="active")
-    rec.emit(
-        at, "compute.instance.restore.start", "nova", vm.tenant, resource_id=vm.rid,
-        state="soft-delete", host=vm.host, extra=("restoring",),
-    )  # fmt: skip
-    rec.emit(
-        done, "compute.instance.restore.end", "nova", vm.tenant, resource_id=vm.rid,
-        state="active", host=vm.host,
-    )  # fmt: skip
-    return done
+def _nova(rec: Recorder, vm: Handle, at: datetime, event_type: str, state: str, *task: str) -> None:
+    rec.emit(at, event_type, "nova", vm.tenant, resource_id=vm.rid, state=state, host=vm.host, extra=task)
 
 
 def reclaim(rec: Recorder, vm: Handle, at: datetime, rng: random.Random) -> datetime:
     """Nova's periodic reclaim: a plain delete of the soft-deleted server, at the instant it runs."""
     done = at + jitter(rng, 3, 15)
     vm.draft.change(at, transition="deleting")
-    rec.emit(
-        at, "compute.instance.delete.start", "nova", vm.tenant, resource_id=vm.rid,
-        state="soft-delete", host=vm.host, extra=("deleting",),
-    )  # fmt: skip
+    _nova(rec, vm, at, "compute.instance.delete.start", "soft-delete", "deleting")
     vm.draft.terminate(done)
     vm.alive = False
-    rec.emit(
-        done, "compute.instance.delete.end", "nova", vm.tenant, resource_id=vm.rid,
-        state="deleted", host=vm.host,
-    )  # fmt: skip
+    _nova(rec, vm, done, "compute.instance.delete.end", "deleted")
     return done
 
 
@@ -90,10 +58,10 @@ def retention(rec: Recorder, tenant: Tenant, span: Span, rng: random.Random) -> 
             latest = span.last - HOUR
         if latest <= earliest:
             continue
-        gone = soft_delete(rec, vm, profile.draw(rng, earliest, latest), rng)
+        gone = rec.soft_delete(vm, profile.draw(rng, earliest, latest), rng)
         if fate == "restored":
             back = gone + jitter(rng, 3600, 36 * 3600)
             if span.ok(back):
-                restore(rec, vm, back, rng)
+                rec.restore(vm, back, rng)
         elif fate == "reclaimed":
             reclaim(rec, vm, gone + RECLAIM_INTERVAL + jitter(rng, *RECLAIM_TICK_S), rng)
