@@ -189,7 +189,10 @@ class OpenStackAdapter:
             finally:
                 progress.end(listing)
 
-        async def live_servers(params: Mapping[str, str]) -> None:
+        async def live_servers(
+            params: Mapping[str, str], wanted: Callable[[Mapping[str, Any]], bool] = lambda _: True
+        ) -> None:
+            # ``wanted`` guards a filter the service might not apply: a deleted server is never live.
             if flavors_embedded:
                 out.resources.extend(
                     await list_all(
@@ -197,7 +200,7 @@ class OpenStackAdapter:
                         compute + "/servers/detail",
                         key="servers",
                         links_key="servers_links",
-                        convert=lambda d: observe_server(d, None),
+                        convert=lambda d: observe_server(d, None) if wanted(d) else None,
                         params=params,
                         headers=nova,
                     )
@@ -210,7 +213,7 @@ class OpenStackAdapter:
                     compute + "/servers/detail",
                     key="servers",
                     links_key="servers_links",
-                    convert=lambda d: d,
+                    convert=lambda d: d if wanted(d) else None,
                     params=params,
                     headers=nova,
                 )
@@ -297,7 +300,9 @@ class OpenStackAdapter:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(guarded, "instance", "server", functools.partial(live_servers, LIVE))
-            tg.start_soon(guarded, "instance", "server", functools.partial(live_servers, SOFT_DELETED))
+            tg.start_soon(
+                guarded, "instance", "server", functools.partial(live_servers, SOFT_DELETED, is_soft_deleted)
+            )
             if request.deleted_since is not None:
                 tg.start_soon(guarded, "instance", "server", deleted_servers)
             if not flavors_embedded:
