@@ -40,6 +40,16 @@ from ._time import as_utc as as_utc
 from ._time import format_instant as format_instant
 from ._time import parse_instant as parse_instant
 from ._time import utc_now as utc_now
+from ._usage import PRICING_MEMBERS as PRICING_MEMBERS
+from ._usage import USAGE_GROUPS as USAGE_GROUPS
+from ._usage import GroupKey as GroupKey
+from ._usage import UsageLine as UsageLine
+from ._usage import UsageWindow as UsageWindow
+from ._usage import add_group_usage as add_group_usage
+from ._usage import interval_usage as interval_usage
+from ._usage import numeric_members as numeric_members
+from ._usage import resource_usage as resource_usage
+from ._usage import seconds_text as seconds_text
 
 __all__ = [
     "DELETED",
@@ -50,29 +60,39 @@ __all__ = [
     "MAX_TEXT",
     "MEMBERS",
     "ONE_MICROSECOND",
+    "PRICING_MEMBERS",
     "RESERVED_PLATFORMS",
     "SOURCES",
+    "USAGE_GROUPS",
     "Category",
     "Event",
     "EventInvalid",
+    "GroupKey",
     "InstantError",
     "Interval",
     "Lifecycle",
     "ResourceKey",
     "ResourceRow",
     "StoredEvent",
+    "UsageLine",
+    "UsageWindow",
+    "add_group_usage",
     "advance",
     "as_utc",
     "category_of",
     "deterministic_event_id",
     "fold_order",
     "format_instant",
+    "interval_usage",
     "lifecycle",
     "may_hold_wide_integer",
     "needs_replay",
+    "numeric_members",
     "parse_event",
     "parse_instant",
     "project",
+    "resource_usage",
+    "seconds_text",
     "sorted_events",
     "step",
     "synthetic_event_id",

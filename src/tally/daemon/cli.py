@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tally.collector.commands",
     "tally.reconcile.commands",
     "tally.store.commands",
+    "tally.usage.commands",
 )
 
 

@@ -29,6 +29,7 @@ from . import (
     _routes_stats,
     _routes_sync_runs,
     _routes_types,
+    _routes_usage,
 )
 from ._auth import authenticate
 from ._contract import Call, Operation, parse_body, parse_query
@@ -51,6 +52,7 @@ OPERATIONS: tuple[Operation, ...] = tuple(
         _routes_resources,
         _routes_stats,
         _routes_types,
+        _routes_usage,
         _routes_projects,
         _routes_rejected,
         _routes_sync_runs,

@@ -172,9 +172,9 @@ async def _locked_run(
                     entry, store, pipeline, open_adapter, settings, poll_at, bound, run_id, stats, progress
                 )
         except BudgetExceeded:
-            stats.errors.append(
-                f"listing the resources of {cloud}: the run ended while {progress.current()}: "
-                "context deadline exceeded"
+            stats.errors.extend(
+                f"listing the resources of {cloud}: the run ended while {doing}: context deadline exceeded"
+                for doing in progress.running()
             )
         except RunAborted as exc:
             stats.errors.append(str(exc))

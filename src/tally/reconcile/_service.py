@@ -21,7 +21,7 @@ from datetime import datetime
 from tally.config import CloudEntry, Settings, load_clouds_config
 
 from . import _metrics
-from ._adapter import Adapter, adapter_class, validate_adapter_config
+from ._adapter import Adapter, adapter_class, check_adapter_environments, validate_adapter_config
 from ._booking import IngestsEvents
 from ._model import Status, SyncOutcome
 from ._run import RunSettings, SyncStore, run_sync
@@ -65,13 +65,11 @@ class SyncService:
         """The service of a daemon: the clouds config file it names (none: no cloud).
 
         Raises ``CloudsConfigError`` for a file that cannot be used (the process must not start);
-        warns when OS_CLIENT_CONFIG_FILE is unset and an OpenStack cloud is configured."""
+        each configured adapter then checks its environment (an OpenStack one warns when
+        OS_CLIENT_CONFIG_FILE is unset)."""
         path = settings.reporting_clouds_config
         entries = load_clouds_config(path) if path is not None else ()
-        if any(e.adapter == "openstack" for e in entries):
-            from tally.openstack import warn_if_unpinned
-
-            warn_if_unpinned()
+        check_adapter_environments(entries)
         run_settings = RunSettings(
             settle_s=settings.reporting_sync_settle_s, budget_s=settings.reporting_sync_budget_s
         )

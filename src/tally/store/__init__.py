@@ -37,6 +37,7 @@ from ._interface import SyncRow as SyncRow
 from ._interface import SyncStatus as SyncStatus
 from ._interface import TokenRole as TokenRole
 from ._interface import UnsupportedStoreUrl as UnsupportedStoreUrl
+from ._interface import UsageScope as UsageScope
 from ._open import hash_secret as hash_secret
 from ._open import open_store as open_store
 
@@ -73,6 +74,7 @@ __all__ = [
     "SyncStatus",
     "TokenRole",
     "UnsupportedStoreUrl",
+    "UsageScope",
     "hash_secret",
     "open_store",
 ]

@@ -244,6 +244,20 @@ class ResourceFilter:
     status: ResourceStatus = "active"
 
 
+@dataclass(frozen=True, slots=True)
+class UsageScope:
+    """What a usage export reads: the resources matching the filters that may hold usage in
+    ``[start, end)``, with their events dated before ``end`` and received before ``as_of``."""
+
+    start: datetime
+    end: datetime
+    as_of: datetime | None = None
+    cloud: str | None = None
+    platform: str | None = None
+    project_id: str | None = None  # any event of the project: a resource moved away is still read
+    resource_type: str | None = None
+
+
 class BatchWriter(Protocol):
     """A batch being written, opened by ``Store.open_batch``: events are handed over as they pass
     validation, ``finish`` completes the batch, and leaving the block commits it (an error rolls
@@ -360,6 +374,13 @@ class Store(Protocol):
         """Event counts per time bucket and group in ``[start, end)``. Each dict: ``bucket`` (datetime,
         the bucket start in UTC), one entry per member of ``group_by`` (subset of EVENT_GROUPS), ``count``.
         Ordered by bucket then group values."""
+        ...
+
+    async def usage_histories(
+        self, scope: UsageScope, *, limit: int = 500, after: ResourceKey | None = None
+    ) -> Page[tuple[ResourceKey, list[StoredEvent]], ResourceKey]:
+        """Up to ``limit`` resources of ``scope`` after ``after`` in key order, each with its events in
+        fold order, payloads cut to ``state`` and ``size`` (what the usage fold reads)."""
         ...
 
     # -- resources ------------------------------------------------------------------------------------

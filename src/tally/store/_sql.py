@@ -68,8 +68,10 @@ from ._interface import (
     SyncRow,
     SyncStatus,
     TokenRole,
+    UsageScope,
 )
 from ._migrations import Migration, load_migrations
+from ._usage_sql import usage_histories
 
 log = logging.getLogger(__name__)
 
@@ -724,6 +726,11 @@ class SqlStore(ABC):
             item["count"] = int(rec[-1])
             out.append(item)
         return out
+
+    async def usage_histories(
+        self, scope: UsageScope, *, limit: int = 500, after: ResourceKey | None = None
+    ) -> Page[tuple[ResourceKey, list[StoredEvent]], ResourceKey]:
+        return await usage_histories(self, scope, limit=limit, after=after)
 
     # -- resources ------------------------------------------------------------------------------------
     def _resource_conditions(self, f: ResourceFilter) -> list[tuple[str, Any]]:

@@ -280,18 +280,24 @@ def authenticate(accounts: Accounts, body: object) -> Token:
         user = accounts.user_by(ref)
         if user is None or ref.get("password") != user.password:
             raise _unauthorized()
-        if scope is not None:
-            project = scope.get("project") if isinstance(scope, dict) else None
-            if not isinstance(project, dict):
-                raise _unauthorized()
-            if project.get("id") not in (None, user.project_id):
-                raise _unauthorized()
-            if project.get("id") is None and (
-                project.get("name") != user.project_name or not _domain_ok(project.get("domain"))
-            ):
-                raise _unauthorized()
+        _check_scope(user, scope)
         return Token(user, user.project_id, "admin" in user.roles, None, now + TOKEN_LIFETIME, ("password",))
     raise _unauthorized()
+
+
+def _check_scope(user: User, scope: object) -> None:
+    """Refuse a scope other than the user's one project (by id, or by name within its domain)."""
+    if scope is None:
+        return
+    project = scope.get("project") if isinstance(scope, dict) else None
+    if not isinstance(project, dict):
+        raise _unauthorized()
+    if project.get("id") not in (None, user.project_id):
+        raise _unauthorized()
+    if project.get("id") is None and (
+        project.get("name") != user.project_name or not _domain_ok(project.get("domain"))
+    ):
+        raise _unauthorized()
 
 
 def forbidden(action: str) -> KeystoneError:
@@ -302,8 +308,9 @@ def forbidden(action: str) -> KeystoneError:
 
 
 def _from_token(accounts: Accounts, info: object, scope: object) -> Token:
-    """The ``token`` method: a new token for the one presented, expiring when it does (keystone never
-    extends a token), the same project; one from an application credential may not ask for a scope."""
+    """The ``token`` method (keystoneauth1's token plugin): a new token for the one presented, expiring
+    when it does (keystone never extends a token), for the same user and project; one of an
+    application credential may be renewed but not scoped, as in keystone."""
     if not isinstance(info, dict) or not info.get("id"):
         raise _bad_request("id", "token")
     presented = accounts.validate(str(info["id"]))
@@ -311,16 +318,8 @@ def _from_token(accounts: Accounts, info: object, scope: object) -> Token:
         raise KeystoneError(404, "Not Found", f"Could not find token: {info['id']}.")
     if presented.app_credential is not None and scope:
         raise forbidden("Using an application credential token to create a scoped token is not allowed.")
-    if isinstance(scope, dict):
-        project = scope.get("project")
-        if not isinstance(project, dict) or project.get("id") not in (None, presented.project_id):
-            raise _unauthorized()
-        if project.get("id") is None and (
-            project.get("name") != presented.user.project_name or not _domain_ok(project.get("domain"))
-        ):
-            raise _unauthorized()
-    methods = tuple(dict.fromkeys((*presented.methods, "token")))
-    return replace(presented, methods=methods)
+    _check_scope(presented.user, scope)
+    return replace(presented, methods=tuple(dict.fromkeys((*presented.methods, "token"))))
 
 
 def _stamp(value: datetime) -> str:
