@@ -98,7 +98,7 @@ def pg_session_schema(pg_session_database: str) -> Callable[[str], str]:
     return lambda prefix: _new_schema(pg_session_database, prefix)[1]
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def amqp_url() -> str:
     """URL of the machine's RabbitMQ (guest account, default vhost)."""
     require_service("RabbitMQ", AMQP_URL)

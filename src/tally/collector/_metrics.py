@@ -1,18 +1,46 @@
-"""The collector's metrics, defined once on the default registry."""
+"""The collector's metrics, defined once on the default registry.
+
+The bus carries whatever oslo event types the cloud's services emit, so
+``RECEIVED`` and ``SKIPPED`` label an oslo event type only when the mapping table
+names it (mapped or skipped on purpose); every other type is ``other``. The
+reasons are the collector's own, a fixed set.
+"""
 
 from __future__ import annotations
 
 from prometheus_client import Counter, Gauge
 
-RECEIVED = Counter(
-    "tally_collector_received_total",
-    "Readable notifications taken from the bus, by oslo event type.",
-    ["event_type"],
+from tally.core import bounded
+
+from ._mapping import RULES, SKIP_REASONS
+
+KNOWN_OSLO_TYPES = frozenset(RULES) | frozenset(SKIP_REASONS)
+
+
+class _ByOsloType:
+    """A counter whose first label is an oslo event type, bounded to ``KNOWN_OSLO_TYPES``."""
+
+    def __init__(self, counter: Counter) -> None:
+        self._counter = counter
+
+    def labels(self, event_type: str, *rest: str) -> Counter:
+        return self._counter.labels(bounded(event_type, KNOWN_OSLO_TYPES), *rest)
+
+
+RECEIVED = _ByOsloType(
+    Counter(
+        "tally_collector_received_total",
+        "Readable notifications taken from the bus, by oslo event type (other: not in the mapping table).",
+        ["event_type"],
+    )
 )
-SKIPPED = Counter(
-    "tally_collector_skipped_total",
-    "Notifications acked without booking anything, by oslo event type and reason.",
-    ["event_type", "reason"],
+SKIPPED = _ByOsloType(
+    Counter(
+        "tally_collector_skipped_total",
+        "Notifications acked without booking anything, by oslo event type (other: not in the mapping "
+        "table) and reason.",
+        ["event_type", "reason"],
+    )
 )
 UNPARSEABLE = Counter(
     "tally_collector_unparseable_total", "Bodies acked that could not be read, by reason.", ["reason"]

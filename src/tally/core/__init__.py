@@ -34,6 +34,11 @@ from ._fold import sorted_events as sorted_events
 from ._fold import step as step
 from ._ids import deterministic_event_id as deterministic_event_id
 from ._ids import synthetic_event_id as synthetic_event_id
+from ._labels import KNOWN_EVENT_TYPES as KNOWN_EVENT_TYPES
+from ._labels import KNOWN_STATES as KNOWN_STATES
+from ._labels import MAPPED_EVENT_TYPES as MAPPED_EVENT_TYPES
+from ._labels import OTHER as OTHER
+from ._labels import bounded as bounded
 from ._time import ONE_MICROSECOND as ONE_MICROSECOND
 from ._time import InstantError as InstantError
 from ._time import as_utc as as_utc
@@ -55,11 +60,15 @@ __all__ = [
     "DELETED",
     "EVENT_TYPE_PATTERN",
     "HISTORY_STARTS_WITHOUT_CREATE",
+    "KNOWN_EVENT_TYPES",
+    "KNOWN_STATES",
+    "MAPPED_EVENT_TYPES",
     "MAX_EVENT_ID",
     "MAX_EVENT_TYPE",
     "MAX_TEXT",
     "MEMBERS",
     "ONE_MICROSECOND",
+    "OTHER",
     "PRICING_MEMBERS",
     "RESERVED_PLATFORMS",
     "SOURCES",
@@ -79,6 +88,7 @@ __all__ = [
     "add_group_usage",
     "advance",
     "as_utc",
+    "bounded",
     "category_of",
     "deterministic_event_id",
     "fold_order",

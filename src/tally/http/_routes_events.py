@@ -14,7 +14,6 @@ from ._contract import Call, Reply, Router, decode_json
 from ._cursor import decode_time_key, encode_time_key
 from ._models import EventPage, EventsQuery, IngestAnswer
 from ._problems import Problem, invalid
-from ._serialize import event_json
 
 router = Router("events")
 
@@ -92,10 +91,7 @@ async def list_events(call: Call) -> Any:
         start=q.from_,
         end=q.to,
     )
-    page = await call.services.store.list_events(
+    page = await call.services.store.list_events_json(
         filters, limit=q.limit, after=decode_time_key("events", q.cursor)
     )
-    return {
-        "items": [event_json(e) for e in page.items],
-        "next_cursor": encode_time_key("events", page.next_key),
-    }
+    return {"items": page.items, "next_cursor": encode_time_key("events", page.next_key)}

@@ -25,6 +25,7 @@ from rich.console import Console
 from tally.config import Settings
 from tally.usage import ExportError, read_export
 
+from ._console_log import ThrottledLine, simulator_logging
 from .clock import ClockError, PublishProgress, VirtualClock
 from .compare import Comparison, compare
 from .faults import FAULTS, FaultError, parse_faults
@@ -280,7 +281,7 @@ async def simulate_command(args: argparse.Namespace) -> int:
     )
     console = _console()
     try:
-        with ProgressView(Console(stderr=True)) as view:
+        with simulator_logging(args.faults), ProgressView(Console(stderr=True)) as view:
             result = await simulate(options, month=month, on_progress=view.callback())
     except (PublishError, SimulateError) as exc:
         return _fail("simulate", exc)
@@ -434,8 +435,14 @@ async def replay_command(args: argparse.Namespace) -> int:
     except (NotificationFileError, PublishError, ValueError, OSError) as exc:
         return _fail("simulator replay", exc)
     try:
+        shown = ThrottledLine(lambda sent, total, eta: f"replay published={sent}/{total} eta={eta}")
         async with AmqpSink(amqp, allow_remote=args.allow_remote_broker) as sink:
-            sent = await replay(lines, sink, factor=args.factor)
+            sent = await replay(
+                lines,
+                sink,
+                factor=args.factor,
+                on_progress=lambda sent, total: shown.update(sent, total, final=sent == total),
+            )
     except PublishError as exc:
         return _fail("simulator replay", exc)
     print(f"replayed {sent} notifications to {redact(amqp)}", flush=True)

@@ -348,6 +348,12 @@ class Store(Protocol):
         """Events matching ``filters`` ordered by (timestamp, event_id), strictly after ``after``."""
         ...
 
+    async def list_events_json(
+        self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
+    ) -> Page[dict[str, Any], EventKey]:
+        """The page of ``list_events``, each event as its JSON object (``StoredEvent.to_wire``)."""
+        ...
+
     async def resource_history(self, key: ResourceKey, *, limit: int | None = None) -> list[StoredEvent]:
         """A resource's events in fold order (timestamp, received_at, event_id); at most ``limit`` of them
         (the API asks for 10,001 to tell a history over 10,000 apart)."""
@@ -390,6 +396,12 @@ class Store(Protocol):
         self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None
     ) -> Page[ResourceRow, ResourceKey]:
         """Projection rows matching ``filters`` ordered by key (cloud, resource_type, resource_id)."""
+        ...
+
+    async def list_resources_json(
+        self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None
+    ) -> Page[dict[str, Any], ResourceKey]:
+        """The page of ``list_resources``, each row as its JSON object (``ResourceRow.to_wire``)."""
         ...
 
     async def resource_stats(

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tally.core import Event, ResourceKey, StoredEvent
 
 from ._interface import Page, UsageScope
-
-if TYPE_CHECKING:
-    from ._sql import SqlStore
+from ._seam import SqlSeam
 
 _KEY_CHUNK = 300  # keys per statement: SQLite binds at most a few thousand variables
 _PAYLOAD_MEMBERS = {
@@ -36,7 +34,7 @@ _JOIN = "ON t.cloud = k.{0} AND t.resource_type = k.{1} AND t.resource_id = k.{2
 _ORDER = "ORDER BY t.cloud, t.resource_type, t.resource_id, t.timestamp, t.received_at, t.event_id"
 
 
-def _event_filter(store: SqlStore, scope: UsageScope) -> tuple[str, list[Any]]:
+def _event_filter(store: SqlSeam, scope: UsageScope) -> tuple[str, list[Any]]:
     params = [store.ts(scope.end)]
     if scope.as_of is None:
         return "t.timestamp < ?", params
@@ -53,7 +51,7 @@ def _events_of_keys_sql(dialect: str, count: int, event_filter: str) -> str:
     )
 
 
-def _scope_conditions(store: SqlStore, scope: UsageScope, alias: str) -> tuple[list[str], list[Any]]:
+def _scope_conditions(store: SqlSeam, scope: UsageScope, alias: str) -> tuple[list[str], list[Any]]:
     """The conditions on the projection rows of a scope without a project."""
     conds: list[str] = []
     params: list[Any] = []
@@ -74,7 +72,7 @@ def _scope_conditions(store: SqlStore, scope: UsageScope, alias: str) -> tuple[l
 
 
 def _keys_sql(
-    store: SqlStore, scope: UsageScope, after: ResourceKey | None, limit: int
+    store: SqlSeam, scope: UsageScope, after: ResourceKey | None, limit: int
 ) -> tuple[str, list[Any]]:
     if scope.project_id is None:
         conds, params = _scope_conditions(store, scope, "")
@@ -101,7 +99,7 @@ def _keys_sql(
 
 
 async def usage_histories(
-    store: SqlStore, scope: UsageScope, *, limit: int, after: ResourceKey | None
+    store: SqlSeam, scope: UsageScope, *, limit: int, after: ResourceKey | None
 ) -> Page[tuple[ResourceKey, list[StoredEvent]], ResourceKey]:
     sql, params = _keys_sql(store, scope, after, limit)
     event_filter, filter_params = _event_filter(store, scope)
@@ -139,7 +137,7 @@ async def usage_histories(
 
 
 def _collect(
-    store: SqlStore, rows: Sequence[Sequence[Any]], into: list[tuple[ResourceKey, list[StoredEvent]]]
+    store: SqlSeam, rows: Sequence[Sequence[Any]], into: list[tuple[ResourceKey, list[StoredEvent]]]
 ) -> None:
     """Append each key's events (``rows`` come in key order) to ``into``."""
     from_ts, from_js = store.from_ts, store.from_js
