@@ -49,7 +49,7 @@ def test_golden_fixture(path: Path) -> None:
 def test_fixtures_cover_every_mapped_type() -> None:
     covered = {_inner(_fixture(p)["notification"]["body"])["event_type"] for p in FIXTURES}
     assert set(RULES) <= covered
-    assert len(RULES) == 22
+    assert len(RULES) == 26
 
 
 def test_v1_bare_message_maps_like_v2() -> None:

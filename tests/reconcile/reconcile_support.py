@@ -30,12 +30,10 @@ from tally.reconcile import SyncOutcome
 from tally.reconcile._run import RunSettings, run_sync
 from tally.simulator.clock import VirtualClock
 from tally.simulator.fakecloud import (
-    ADMIN_PASSWORD,
-    ADMIN_PROJECT,
-    ADMIN_USER,
     MEMBER_PASSWORD,
     MEMBER_USER,
     FakeCloudState,
+    admin_cloud_entry,
     create_fake_cloud_app,
     serve_fake_cloud,
 )
@@ -128,19 +126,7 @@ def write_clouds_yaml(directory: Path, base_url: str, state: FakeCloudState) -> 
     accounts = state.accounts
     auth_url = f"{base_url}/v3"
     clouds: dict[str, Any] = {
-        "admin": {
-            "auth_type": "password",
-            "auth": {
-                "auth_url": auth_url,
-                "username": ADMIN_USER,
-                "password": ADMIN_PASSWORD,
-                "project_name": ADMIN_PROJECT,
-                "user_domain_name": "Default",
-                "project_domain_name": "Default",
-            },
-            "region_name": "RegionOne",
-            "interface": "public",
-        },
+        "admin": admin_cloud_entry(auth_url),
         "member": {
             "auth_type": "password",
             "auth": {

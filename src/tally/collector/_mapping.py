@@ -73,6 +73,7 @@ _VM_STATES = {
     "shelved_offloaded": "shelved",
     # A resize waiting for its confirm runs on the new flavor: billed as active.
     "resized": "active",
+    "soft-delete": "soft_deleted",
 }
 
 
@@ -230,12 +231,23 @@ RULES: Mapping[str, Rule] = {
     "compute.instance.unshelve.end": _instance("compute.instance.unshelve", _fixed("active"), False),
     "compute.instance.power_off.end": _instance("compute.instance.power_off", _fixed("shutoff"), False),
     "compute.instance.power_on.end": _instance("compute.instance.power_on", _fixed("active"), False),
+    # A delete with nova's reclaim_instance_interval set only soft-deletes: the server is restorable,
+    # so it lives on in state soft_deleted until a restore (active again, one history) or nova's
+    # reclaim, which sends compute.instance.delete.end at the instant it reclaims.
+    "compute.instance.soft_delete.end": _instance(
+        "compute.instance.soft_delete", _fixed("soft_deleted"), False
+    ),
+    "compute.instance.restore.end": _instance("compute.instance.restore", _fixed("active"), False),
     "volume.create.end": _volume("volume.create.end", _fixed("available"), True),
     "volume.delete.end": _volume("volume.delete.end", None, False),
     "volume.resize.end": _volume("volume.resize.end", volume_status, True),
     "volume.retype": _volume("volume.retype", volume_status, True),
     # The end payload is reloaded after the transfer, so tenant_id is the new owner.
     "volume.transfer.accept.end": _volume("volume.transfer.accept.end", volume_status, True),
+    # Cinder rests an attached volume in-use and lists it so: the record follows its status (in-use,
+    # or available once the last attachment is gone; a multi-attached volume stays in-use).
+    "volume.attach.end": _volume("volume.attach.end", volume_status, False),
+    "volume.detach.end": _volume("volume.detach.end", volume_status, False),
     "floatingip.create.end": Rule(
         "floatingip.create.end",
         "floating_ip",

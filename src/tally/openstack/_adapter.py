@@ -6,7 +6,8 @@
    other services would answer it with a narrowed listing that reads as complete.
 3. Read nova's version document and negotiate the microversion (2.47 when the
    cloud has it: the flavor comes embedded in each server).
-4. Concurrently, each read to its end: live servers, deleted servers (only with
+4. Concurrently, each read to its end: live servers, soft-deleted servers (restorable,
+   so observed alive, in state soft_deleted), deleted servers (only with
    a window; each with its launch and flavor, which book a whole life the bus
    missed), flavors (only below 2.47), volumes, floating IPs, images (visible
    to all, then the hidden ones), load balancers (only with include_octavia).
@@ -20,6 +21,7 @@ costs that type its completeness and nothing else.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -45,21 +47,27 @@ from tally.reconcile import (
 from ._clouds_yaml import ResolvedCloud, resolve_cloud, warn_if_unpinned
 from ._evidence import (
     ListingInvalid,
+    is_soft_deleted,
     observe_deleted_server,
     observe_floating_ip,
     observe_image,
     observe_loadbalancer,
     observe_server,
     observe_volume,
+    volume_type_name,
 )
 from ._keystone import EndpointMissing, Grant, authenticate, listing_client
-from ._listing import ListingFailed, get_json, list_all, under
+from ._listing import UNTIL_EMPTY, ListingFailed, get_json, list_all, under
 from ._settings import AdapterConfigError, OpenStackSettings, parse_adapter_config
 
 log = logging.getLogger(__name__)
 
 EMBEDDED_FLAVOR = (2, 47)
 LISTING_OF = {"instance": "server", "volume": "volume", "floating_ip": "floating_ip", "image": "image"}
+LIVE = {"all_tenants": "1"}
+# Nova's live listing leaves soft-deleted servers out; they are restorable, so they are observed (in
+# state soft_deleted) on every run, or the absence pass would book them deleted.
+SOFT_DELETED = {"all_tenants": "1", "deleted": "true", "status": "SOFT_DELETED"}
 
 
 def negotiate_microversion(document: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -184,7 +192,10 @@ class OpenStackAdapter:
             # Not on cancellation: a listing the budget cut off stays in the record the error is written from.
             progress.end(listing)
 
-        async def live_servers() -> None:
+        async def live_servers(
+            params: Mapping[str, str], wanted: Callable[[Mapping[str, Any]], bool] = lambda _: True
+        ) -> None:
+            # ``wanted`` guards a filter the service might not apply: a deleted server is never live.
             if flavors_embedded:
                 out.resources.extend(
                     await list_all(
@@ -192,8 +203,8 @@ class OpenStackAdapter:
                         compute + "/servers/detail",
                         key="servers",
                         links_key="servers_links",
-                        convert=lambda d: observe_server(d, None),
-                        params={"all_tenants": "1"},
+                        convert=lambda d: observe_server(d, None) if wanted(d) else None,
+                        params=params,
                         headers=nova,
                     )
                 )
@@ -205,8 +216,8 @@ class OpenStackAdapter:
                     compute + "/servers/detail",
                     key="servers",
                     links_key="servers_links",
-                    convert=lambda d: d,
-                    params={"all_tenants": "1"},
+                    convert=lambda d: d if wanted(d) else None,
+                    params=params,
                     headers=nova,
                 )
             )
@@ -219,14 +230,15 @@ class OpenStackAdapter:
                 "changes-since": format_instant(request.deleted_since),
             }
             # Kept raw until the flavors are known, as the live servers are: a whole life is booked
-            # with the flavor the server ended with.
+            # with the flavor the server ended with. A soft-deleted one is not gone: the listing of
+            # every soft-deleted server observes it.
             deleted.extend(
                 await list_all(
                     client,
                     compute + "/servers/detail",
                     key="servers",
                     links_key="servers_links",
-                    convert=lambda d: d,
+                    convert=lambda d: None if is_soft_deleted(d) else d,
                     params=params,
                     headers=nova,
                 )
@@ -290,7 +302,10 @@ class OpenStackAdapter:
             )
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(guarded, "instance", "server", live_servers)
+            tg.start_soon(guarded, "instance", "server", functools.partial(live_servers, LIVE))
+            tg.start_soon(
+                guarded, "instance", "server", functools.partial(live_servers, SOFT_DELETED, is_soft_deleted)
+            )
             if request.deleted_since is not None:
                 tg.start_soon(guarded, "instance", "server", deleted_servers)
             if not flavors_embedded:
@@ -327,16 +342,17 @@ class OpenStackAdapter:
             async with listing_client(grant) as client:
                 try:
                     url = grant.endpoint("block-storage") + "/types"
-                    listed = await list_all(
+                    # Cinder's type listing has no next link and caps a page at osapi_max_limit:
+                    # it is paged by marker until a page comes back empty.
+                    return await list_all(
                         client,
                         url,
                         key="volume_types",
-                        links_key="volume_types_links",
-                        convert=lambda d: (str(d["id"]), str(d["name"])),
+                        links_key=UNTIL_EMPTY,
+                        convert=volume_type_name,
                         params={"is_public": "None"},
                     )
-                except (ListingFailed, EndpointMissing, KeyError) as exc:
+                except (ListingFailed, EndpointMissing, ListingInvalid) as exc:
                     raise SizeNamesFailed(f"listing the volume types: {exc}") from exc
         finally:
             progress.end("volume_type")
-        return [SizeNameEntry("volume", "type", type_id, name) for type_id, name in listed]

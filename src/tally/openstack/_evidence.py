@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from tally.reconcile import DeletedResource, ObservedResource
+from tally.reconcile import DeletedResource, ObservedResource, SizeNameEntry
 
 from ._instants import parse_platform_instant
 
@@ -33,7 +33,16 @@ VOLUME_TRANSITIONAL = frozenset(
         "extending",
     }
 )
-VM_STATES = {"stopped": "shutoff", "shelved_offloaded": "shelved", "resized": "active"}
+VM_STATES = {
+    "stopped": "shutoff",
+    "shelved_offloaded": "shelved",
+    "resized": "active",
+    # Restorable until nova reclaims it (``reclaim_instance_interval``): not deleted, and billed as
+    # the engine likes; the collector books the same state at soft_delete.end.
+    "soft-delete": "soft_deleted",
+}
+# Nova's vm_state of a server deleted with a reclaim interval set; ``deleted=true`` lists it too.
+SOFT_DELETED_VM_STATE = "soft-delete"
 GIB = 2**30
 # The vm_state nova launches a server in, and the state the collector's create.end books.
 LAUNCHED_STATE = "active"
@@ -125,6 +134,11 @@ def observe_server(
         instance_in_transition(vm_state, doc.get("OS-EXT-STS:task_state")),
         created_state=LAUNCHED_STATE,
     )
+
+
+def is_soft_deleted(doc: Mapping[str, Any]) -> bool:
+    """Whether a server of nova's deleted listing is only soft-deleted: restorable, so not gone."""
+    return doc.get("OS-EXT-STS:vm_state") == SOFT_DELETED_VM_STATE
 
 
 def observe_deleted_server(
@@ -224,3 +238,11 @@ def observe_loadbalancer(doc: Mapping[str, Any]) -> ObservedResource | None:
         loadbalancer_in_transition(status),
         created_size={"listeners": 0, "pools": 0},
     )
+
+
+def volume_type_name(doc: Mapping[str, Any]) -> SizeNameEntry:
+    """A cinder volume type: the id volume notifications carry, and the name the listings show."""
+    try:
+        return SizeNameEntry("volume", "type", str(doc["id"]), str(doc["name"]))
+    except KeyError as exc:
+        raise ListingInvalid(f"volume type {doc.get('id')} names no {exc.args[0]}") from exc

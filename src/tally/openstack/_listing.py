@@ -23,6 +23,8 @@ import orjson
 
 T = TypeVar("T")
 PAGE_LIMIT = 1000
+# The links key of a listing that sends no next link (cinder's volume types): paged until a page is empty.
+UNTIL_EMPTY = "<until empty>"
 MAX_REASON = 300
 # A cloud that takes longer than this to accept a connection is down, whatever the budget.
 CONNECT_TIMEOUT_S = 10.0
@@ -86,6 +88,8 @@ async def get_json(
 
 
 def _has_next(body: Mapping[str, Any], links_key: str | None) -> bool:
+    if links_key == UNTIL_EMPTY:
+        return True
     if links_key is None:
         # glance: a relative URI under "next", present only when the page was full.
         return bool(body.get("next"))
@@ -118,4 +122,8 @@ async def list_all(
                 out.append(converted)
         if not items or not _has_next(body, links_key):
             return out
-        query["marker"] = str(items[-1]["id"])
+        marker = str(items[-1]["id"])
+        if marker == query.get("marker"):
+            # A service that ignores the marker answers the same page forever: refuse, never loop.
+            raise ListingFailed(f"GET {url}: the page after marker {marker} ends at {marker} again")
+        query["marker"] = marker

@@ -16,6 +16,8 @@ import importlib
 import logging
 import signal
 import sys
+import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,7 @@ from tally.core import InstantError, parse_instant
 
 from .clock import ClockError, VirtualClock
 from .fakecloud import ApiFaults, FaultError, create_fake_cloud_app, serve_fake_cloud
-from .world import World, WorldError
+from .world import VolumeType, World, WorldError
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,13 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--at", default=None, help="the virtual instant to start at (default: end of period)")
     serve.add_argument(
         "--factor", type=float, default=0.0, help="virtual seconds per wall second (0: stand still)"
+    )
+    serve.add_argument(
+        "--extra-volume-types",
+        type=int,
+        default=0,
+        metavar="N",
+        help="add N private volume types (more than 1000 shows a client that cinder's type listing pages)",
     )
     serve.add_argument(
         "--faults",
@@ -86,10 +95,23 @@ def load_world(args: argparse.Namespace, settings: Settings) -> World:
     return world
 
 
+def with_extra_volume_types(world: World, count: int) -> World:
+    """``world`` with ``count`` more private volume types (``extra-00001``...), ids derived from the cloud."""
+    if not 0 <= count <= 100_000:
+        raise WorldError(f"--extra-volume-types must be 0 to 100000, not {count}")
+    extra = tuple(
+        VolumeType(
+            str(uuid.uuid5(uuid.NAMESPACE_URL, f"{world.cloud}/volume-type/{n}")), f"extra-{n:05d}", False
+        )
+        for n in range(1, count + 1)
+    )
+    return replace(world, volume_types=world.volume_types + extra) if extra else world
+
+
 async def serve_command(args: argparse.Namespace) -> int:
     settings = Settings()
     try:
-        world = load_world(args, settings)
+        world = with_extra_volume_types(load_world(args, settings), args.extra_volume_types)
         faults = ApiFaults.from_names(args.faults)
         start = parse_instant(args.at) if args.at else world.period_to
         clock = VirtualClock(start, args.factor)

@@ -46,11 +46,15 @@ BILLABLE_TYPES: Final = frozenset(
         "compute.instance.unshelve.end",
         "compute.instance.power_off.end",
         "compute.instance.power_on.end",
+        "compute.instance.soft_delete.end",
+        "compute.instance.restore.end",
         "volume.create.end",
         "volume.delete.end",
         "volume.resize.end",
         "volume.retype",
         "volume.transfer.accept.end",
+        "volume.attach.end",
+        "volume.detach.end",
         "floatingip.create.end",
         "floatingip.delete.end",
         "image.upload",
@@ -69,6 +73,8 @@ TALLY_TYPES: Final = {
     "compute.instance.unshelve.end": "compute.instance.unshelve",
     "compute.instance.power_off.end": "compute.instance.power_off",
     "compute.instance.power_on.end": "compute.instance.power_on",
+    "compute.instance.soft_delete.end": "compute.instance.soft_delete",
+    "compute.instance.restore.end": "compute.instance.restore",
     "image.upload": "image.create",
 }
 
@@ -287,7 +293,11 @@ class Notification:
             "launched_at": r.created_at.isoformat(),
             "snapshot_id": None,
             "metadata": [],
-            "volume_attachment": [],
+            "volume_attachment": [
+                {"volume_id": r.resource_id, "instance_uuid": seg.attached_to, "attach_status": "attached"}
+            ]
+            if seg.attached_to
+            else [],
         }
 
     def _floatingip(self, r: Resource, seg: Segment) -> dict[str, Any]:

@@ -5,7 +5,10 @@ the collector would book the resource (after nova's ``building``, cinder's
 ``creating``, octavia's ``PENDING_CREATE``; an image from glance's create, at
 size 0 until its upload) to its termination, in the canonical state and size
 form the collector's mapping produces. A volume offered for transfer is in state
-``awaiting-transfer`` until the transfer is accepted or cancelled. They are
+``awaiting-transfer`` until the transfer is accepted or cancelled; an attached volume is ``in-use``
+from cinder's attach to its detach; a soft-deleted server is alive in state ``soft_deleted`` (nova
+can still restore it) until a restore makes it ``active`` again or nova's reclaim ends it, so a
+restored server has one set of intervals and a reclaimed one ends at the reclaim. They are
 half-open, clipped to the month, adjacent equal facts merged and zero-length
 spans dropped. Reading a document refuses unknown members and other formats.
 """

@@ -48,10 +48,8 @@ from ._platform import platform_created
 from .clock import PublishProgress, VirtualClock
 from .compare import Comparison, compare
 from .fakecloud import (
-    ADMIN_PASSWORD,
-    ADMIN_PROJECT,
-    ADMIN_USER,
     FakeCloudState,
+    admin_cloud_entry,
     create_fake_cloud_app,
     serve_fake_cloud,
 )
@@ -198,17 +196,7 @@ def write_cloud_files(directory: Path, base_url: str, cloud: str) -> tuple[Path,
             {
                 "clouds": {
                     cloud: {
-                        "auth_type": "password",
-                        "auth": {
-                            "auth_url": f"{base_url}/v3",
-                            "username": ADMIN_USER,
-                            "password": ADMIN_PASSWORD,
-                            "project_name": ADMIN_PROJECT,
-                            "user_domain_name": "Default",
-                            "project_domain_name": "Default",
-                        },
-                        "region_name": "RegionOne",
-                        "interface": "public",
+                        **admin_cloud_entry(f"{base_url}/v3"),
                         # Plain HTTP on loopback: no TLS to verify, and skipping the CA bundle spares
                         # every run the bundle's load (0.1 s each, which is most of a small run).
                         "verify": False,

@@ -47,7 +47,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal
@@ -70,7 +70,7 @@ WORLD_FORMAT: Final = 1
 
 #: Canonical states a segment may carry, per type (the states Tally's mapping produces).
 STATES: Final[Mapping[str, frozenset[str]]] = {
-    "instance": frozenset({"active", "shutoff", "shelved", "paused", "suspended", "error"}),
+    "instance": frozenset({"active", "shutoff", "shelved", "paused", "suspended", "error", "soft_deleted"}),
     "volume": frozenset(
         {
             "available",
@@ -123,6 +123,8 @@ TRANSITIONS: Final[Mapping[str, frozenset[str]]] = {
             "migrating",
             "image_snapshot",
             "deleting",
+            "soft-deleting",
+            "restoring",
         }
     ),
     "volume": frozenset(
@@ -241,7 +243,8 @@ class Resource:
 
     ``timeline`` is contiguous: the first segment starts at ``created_at``, each ends where the next
     starts, and the last ends at ``terminated_at`` (``None`` when alive at the end). ``user_id`` is
-    the keystone user that created it; ``visibility`` applies to images only.
+    the keystone user that created it; ``visibility`` and ``hidden`` (glance's ``os_hidden``: listed
+    only when asked for) apply to images only.
     """
 
     resource_type: ResourceType
@@ -252,6 +255,7 @@ class Resource:
     timeline: tuple[Segment, ...]
     user_id: str = ""
     visibility: str = "private"
+    hidden: bool = False
     _starts: tuple[datetime, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -461,6 +465,7 @@ class Draft:
         self.name = name
         self.user_id = user_id
         self.visibility = visibility
+        self.hidden = False
         self._segments: list[Segment] = [first]
         self._terminated_at: datetime | None = None
 
@@ -523,6 +528,7 @@ class Draft:
             timeline=tuple(self._segments),
             user_id=self.user_id,
             visibility=self.visibility,
+            hidden=self.hidden,
         )
 
 
@@ -783,6 +789,7 @@ def _resource_doc(r: Resource) -> dict[str, Any]:
         "created_at": format_instant(r.created_at),
         "terminated_at": None if r.terminated_at is None else format_instant(r.terminated_at),
         "timeline": [_segment_doc(s) for s in r.timeline],
+        **({"hidden": True} if r.hidden else {}),
     }
 
 
@@ -802,26 +809,5 @@ def _resource_from_doc(doc: Mapping[str, Any]) -> Resource:
         timeline=tuple(segments),
         user_id=doc.get("user_id", ""),
         visibility=doc.get("visibility", "private"),
-    )
-
-
-def world_from_parts(
-    *,
-    cloud: str,
-    period_from: datetime,
-    period_to: datetime,
-    projects: Iterable[Project],
-    flavors: Iterable[Flavor],
-    volume_types: Iterable[VolumeType],
-    resources: Sequence[Resource],
-) -> World:
-    """A world from parts built elsewhere (the month generator), instants normalised to UTC."""
-    return World(
-        cloud=cloud,
-        period_from=as_utc(period_from),
-        period_to=as_utc(period_to),
-        projects=tuple(projects),
-        flavors=tuple(flavors),
-        volume_types=tuple(volume_types),
-        resources=tuple(resources),
+        hidden=bool(doc.get("hidden", False)),
     )

@@ -57,6 +57,10 @@ def test_serve_a_world_file_until_sigterm(tmp_path: Path) -> None:
         (["--seed", "1"], "--seed needs --period"),
         (["--world", "{world}", "--faults", "meteor_strike"], "unknown fault 'meteor_strike'"),
         (["--world", "{world}", "--at", "yesterday"], "not an instant"),
+        (
+            ["--world", "{world}", "--extra-volume-types", "-1"],
+            "--extra-volume-types must be 0 to 100000, not -1",
+        ),
     ],
 )
 def test_bad_arguments_exit_2_with_the_reason(
@@ -93,6 +97,40 @@ async def test_the_generated_month_is_served_exactly() -> None:
             answer = await fake.get(path, token)
             assert answer.status_code == 200
             listed = {row["id"] for row in answer.json()[key]}
-            assert listed == {r.resource_id for r in world.of_type(rtype) if r.alive_at(world.period_to)}, (
-                rtype
-            )
+            # A soft-deleted server is alive (restorable) but nova lists it only with deleted=true.
+            live = {
+                r.resource_id
+                for r in world.of_type(rtype)
+                if r.alive_at(world.period_to) and r.last.state != "soft_deleted" and not r.hidden
+            }
+            assert listed == live, rtype
+        hidden = {r.resource_id for r in world.of_type("image") if r.alive_at(world.period_to) and r.hidden}
+        assert hidden, "the month holds no hidden image"
+        answer = await fake.get("/image/v2/images?visibility=all&os_hidden=true", token)
+        assert {row["id"] for row in answer.json()["images"]} == hidden
+        restorable = {
+            r.resource_id
+            for r in world.of_type("instance")
+            if r.alive_at(world.period_to) and r.last.state == "soft_deleted"
+        }
+        assert restorable, "the month holds no soft-deleted server"
+        answer = await fake.get(
+            "/compute/v2.1/servers/detail?all_tenants=1&deleted=true&status=SOFT_DELETED", token
+        )
+        assert {row["id"] for row in answer.json()["servers"]} == restorable
+        assert {row["OS-EXT-STS:vm_state"] for row in answer.json()["servers"]} == {"soft-delete"}
+
+
+@pytest.mark.anyio
+async def test_extra_volume_types_are_served_a_page_at_a_time() -> None:
+    world = commands.with_extra_volume_types(small_world(), 1500)
+    async with await serve(world) as fake:
+        token = await fake.token()
+        path = f"/volume/v3/{fake.state.accounts.admin.project_id}/types?is_public=None"
+        first = (await fake.get(path, token)).json()
+        assert len(first["volume_types"]) == 1000 and "volume_types_links" not in first
+        marker = first["volume_types"][-1]["id"]
+        rest = (await fake.get(f"{path}&marker={marker}", token)).json()["volume_types"]
+        names = {t["name"] for t in first["volume_types"] + rest}
+        assert len(names) == len(world.volume_types) == 1502
+        assert {f"extra-{n:05d}" for n in range(1, 1501)} <= names

@@ -16,4 +16,5 @@ from ._keystone import MEMBER_PASSWORD as MEMBER_PASSWORD
 from ._keystone import MEMBER_USER as MEMBER_USER
 from ._keystone import READ_ONLY_RULES as READ_ONLY_RULES
 from ._keystone import Accounts as Accounts
+from ._keystone import admin_cloud_entry as admin_cloud_entry
 from ._serve import serve_fake_cloud as serve_fake_cloud

@@ -28,7 +28,7 @@ from tally.core import format_instant, parse_instant
 
 from ..clock import ClockError, PublishProgress, VirtualClock
 from ..world import World
-from . import _cinder, _glance, _neutron, _nova, _octavia
+from . import _appcreds, _cinder, _glance, _neutron, _nova, _octavia
 from ._common import api_fault, json_response
 from ._context import Ctx
 from ._faults import ApiFaults, FaultError
@@ -235,18 +235,34 @@ def create_fake_cloud_app(
             token = authenticate(accounts, body)
         except KeystoneError as exc:
             log.info("fake keystone refused a token request code=%d", exc.code)
-            response = json_response(
-                {"error": {"code": exc.code, "title": exc.title, "message": exc.message}}, exc.code
-            )
-            if exc.code == 401:
-                response.headers["WWW-Authenticate"] = f'Keystone uri="{_base_url()}/v3"'
-            return response
+            return keystone_refusal(exc)
         value = accounts.issue(token)
         response = json_response(
             token_body(token, _base_url(), with_catalog="nocatalog" not in request.args), 201
         )
         response.headers["X-Subject-Token"] = value
         return response
+
+    def keystone_refusal(exc: KeystoneError) -> Response:
+        response = json_response(
+            {"error": {"code": exc.code, "title": exc.title, "message": exc.message}}, exc.code
+        )
+        if exc.code == 401:
+            response.headers["WWW-Authenticate"] = f'Keystone uri="{_base_url()}/v3"'
+        return response
+
+    async def identity(run: Callable[[Token], Response]) -> Response:
+        outcome = await gate("identity")
+        if isinstance(outcome, Response):
+            return outcome
+        assert outcome is not None
+        try:
+            return run(outcome)
+        except KeystoneError as exc:
+            log.info("fake keystone refused an application credential request code=%d", exc.code)
+            return keystone_refusal(exc)
+
+    _appcreds.register(app, identity, accounts, _base_url)
 
     @app.get("/v3/auth/tokens")
     async def check_token() -> Response:
@@ -297,7 +313,9 @@ def create_fake_cloud_app(
     @app.get("/compute/v2.1/")
     @app.get("/compute/v2.1")
     async def compute_version() -> Response:
-        return await serve("compute", with_version(lambda token, version: _nova.version(compute_root())))
+        # Nova serves its version document without a token, as keystoneauth's discovery expects.
+        refused = await gate("compute", authenticated=False)
+        return refused if isinstance(refused, Response) else _nova.version(compute_root())
 
     @app.get("/compute/v2.1/servers/detail")
     async def servers_detail() -> Response:
@@ -328,6 +346,8 @@ def create_fake_cloud_app(
 
     @app.get("/volume/")
     @app.get("/volume")
+    @app.get("/volume/v3/")
+    @app.get("/volume/v3")
     async def volume_versions() -> Response:
         refused = await gate("block-storage", authenticated=False)
         return refused if isinstance(refused, Response) else _cinder.versions(volume_root())

@@ -46,6 +46,7 @@ def version_headers(version: tuple[int, int]) -> dict[str, str]:
 
 
 def versions(root: str) -> Response:
+    """``GET /`` and ``GET /v3/``: cinder answers both with the list of its versions (the one v3)."""
     return json_response(
         {
             "versions": [
@@ -115,6 +116,11 @@ def _volume(
     }
     if version >= (3, 63):
         body["volume_type_id"] = seg.volume_type_id
+    if ctx.token.is_admin:
+        # Cinder's admin-only attributes (host and migration extensions).
+        body["os-vol-host-attr:host"] = "storage-01@lvm#lvm"
+        body["os-vol-mig-status-attr:migstat"] = None
+        body["os-vol-mig-status-attr:name_id"] = None
     return body
 
 
@@ -174,9 +180,21 @@ def types(ctx: Ctx, version: tuple[int, int], root: str, url_project: str) -> Re
             want = parsed
     elif not ctx.token.is_admin:
         want = True
+    limit = parse_limit(ctx.args.get("limit"))
+    if isinstance(limit, str):
+        return fault(400, f"Invalid input received: limit param must be an integer, not {limit}", headers)
+    # Sorted by id so a marker pages; like cinder, a page is capped at osapi_max_limit and carries no
+    # next link, so a client that waits for one stops at the first 1000 types.
     chosen = sorted(
-        (t for t in ctx.world.volume_types if want is None or t.is_public == want), key=lambda t: t.name
+        (t for t in ctx.world.volume_types if want is None or t.is_public == want), key=lambda t: t.id
     )
+    marker = ctx.args.get("marker")
+    if marker is not None:
+        ids = [t.id for t in chosen]
+        if marker not in ids:
+            return fault(404, f"Marker {marker} could not be found.", headers)
+        chosen = chosen[ids.index(marker) + 1 :]
+    chosen = chosen[: MAX_LIMIT if limit is None else min(limit, MAX_LIMIT)]
     out: list[dict[str, Any]] = [
         {
             "id": t.id,

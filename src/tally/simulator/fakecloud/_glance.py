@@ -2,8 +2,8 @@
 
 A relative ``next`` string when the page is full, default limit 25 (max 1000). An admin sees every
 image but community ones unless ``visibility=all``; any other account sees its own, the public and
-the community images. An image shows the glance status of its segment (``queued`` before its data,
-``size`` null then).
+the community images. A hidden image (``os_hidden``) is listed only to ``os_hidden=true``. An image
+shows the glance status of its segment (``queued`` before its data, ``size`` null then).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _image(ctx: Ctx, r: Resource, seg: Segment) -> dict[str, Any]:
         "checksum": None,
         "os_hash_algo": None,
         "os_hash_value": None,
-        "os_hidden": False,
+        "os_hidden": r.hidden,
         "protected": False,
         "min_disk": 0,
         "min_ram": 0,
@@ -84,14 +84,7 @@ def images(ctx: Ctx) -> Response:
         return error(
             400, f"Invalid value '{hidden}' for 'os_hidden' filter. Valid values are 'true' or 'false'."
         )
-    if hidden is not None and hidden.lower() == "true":
-        return json_response(
-            {
-                "images": [],
-                "first": f"/v2/images?{query_string(list(args.items(multi=True)))}",
-                "schema": "/v2/schemas/images",
-            }
-        )
+    want_hidden = hidden is not None and hidden.lower() == "true"
     owner = args.get("owner")
     start = 0
     marker = args.get("marker")
@@ -104,7 +97,8 @@ def images(ctx: Ctx) -> Response:
 
     def admit(r: Resource) -> Segment | None:
         seg = r.segment_at(instant)
-        if seg is None:
+        # Glance leaves a hidden image out of every listing but the one that asks for os_hidden=true.
+        if seg is None or r.hidden != want_hidden:
             return None
         if visibility not in (None, "all") and r.visibility != visibility:
             return None

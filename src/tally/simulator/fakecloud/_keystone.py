@@ -11,7 +11,7 @@ import hashlib
 import re
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any, Final
@@ -49,6 +49,23 @@ CATALOG: Final = (
 )
 
 
+def admin_cloud_entry(auth_url: str) -> dict[str, Any]:
+    """The clouds.yaml entry of the admin account (its password), for any OpenStack client."""
+    return {
+        "auth_type": "password",
+        "auth": {
+            "auth_url": auth_url,
+            "username": ADMIN_USER,
+            "password": ADMIN_PASSWORD,
+            "project_name": ADMIN_PROJECT,
+            "user_domain_name": "Default",
+            "project_domain_name": "Default",
+        },
+        "region_name": "RegionOne",
+        "interface": "public",
+    }
+
+
 def _hex_id(text: str) -> str:
     return hashlib.md5(text.encode()).hexdigest()
 
@@ -65,7 +82,11 @@ class User:
 
 @dataclass(frozen=True)
 class AppCredential:
-    """An application credential of a user; ``access_rules`` ``None`` means unrestricted."""
+    """An application credential of a user; ``access_rules`` ``None`` means no rule restricts it.
+
+    ``roles`` are the names of the roles it delegates (the user's, when none were asked for);
+    ``unrestricted`` is keystone's flag that lets it manage other credentials.
+    """
 
     id: str
     name: str
@@ -74,6 +95,13 @@ class AppCredential:
     access_rules: tuple[Mapping[str, str], ...] | None = None
     expires_at: datetime | None = None
     deleted: bool = False
+    description: str | None = None
+    roles: tuple[str, ...] | None = None
+    unrestricted: bool = False
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        return self.user.roles if self.roles is None else self.roles
 
 
 @dataclass(frozen=True)
@@ -85,6 +113,7 @@ class Token:
     is_admin: bool
     app_credential: AppCredential | None
     expires_at: datetime
+    methods: tuple[str, ...] = ()
 
     @property
     def restricted(self) -> bool:
@@ -233,7 +262,16 @@ def authenticate(accounts: Accounts, body: object) -> Token:
             raise _unauthorized()
         if cred.expires_at is not None and cred.expires_at <= now:
             raise _unauthorized()
-        return Token(cred.user, cred.user.project_id, "admin" in cred.user.roles, cred, now + TOKEN_LIFETIME)
+        return Token(
+            cred.user,
+            cred.user.project_id,
+            "admin" in cred.role_names,
+            cred,
+            now + TOKEN_LIFETIME,
+            ("application_credential",),
+        )
+    if methods == ["token"]:
+        return _from_token(accounts, identity.get("token"), scope)
     if methods == ["password"]:
         password = identity.get("password")
         if not isinstance(password, dict) or not isinstance(password.get("user"), dict):
@@ -243,18 +281,7 @@ def authenticate(accounts: Accounts, body: object) -> Token:
         if user is None or ref.get("password") != user.password:
             raise _unauthorized()
         _check_scope(user, scope)
-        return Token(user, user.project_id, "admin" in user.roles, None, now + TOKEN_LIFETIME)
-    if methods == ["token"]:
-        # A token for a token (keystoneauth1's token plugin): the same user, expiring with the first one.
-        # A token of an application credential cannot be exchanged, as in keystone.
-        info = identity.get("token")
-        if not isinstance(info, dict) or not info.get("id"):
-            raise _bad_request("id", "token")
-        held = accounts.validate(str(info["id"]))
-        if held is None or held.app_credential is not None:
-            raise _unauthorized()
-        _check_scope(held.user, scope)
-        return Token(held.user, held.user.project_id, held.is_admin, None, held.expires_at)
+        return Token(user, user.project_id, "admin" in user.roles, None, now + TOKEN_LIFETIME, ("password",))
     raise _unauthorized()
 
 
@@ -273,6 +300,28 @@ def _check_scope(user: User, scope: object) -> None:
         raise _unauthorized()
 
 
+def forbidden(action: str) -> KeystoneError:
+    """Keystone's ForbiddenAction."""
+    return KeystoneError(
+        403, "Forbidden", f"You are not authorized to perform the requested action: {action}."
+    )
+
+
+def _from_token(accounts: Accounts, info: object, scope: object) -> Token:
+    """The ``token`` method (keystoneauth1's token plugin): a new token for the one presented, expiring
+    when it does (keystone never extends a token), for the same user and project; one of an
+    application credential may be renewed but not scoped, as in keystone."""
+    if not isinstance(info, dict) or not info.get("id"):
+        raise _bad_request("id", "token")
+    presented = accounts.validate(str(info["id"]))
+    if presented is None:
+        raise KeystoneError(404, "Not Found", f"Could not find token: {info['id']}.")
+    if presented.app_credential is not None and scope:
+        raise forbidden("Using an application credential token to create a scoped token is not allowed.")
+    _check_scope(presented.user, scope)
+    return replace(presented, methods=tuple(dict.fromkeys((*presented.methods, "token"))))
+
+
 def _stamp(value: datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -280,9 +329,10 @@ def _stamp(value: datetime) -> str:
 def token_body(token: Token, base_url: str, *, with_catalog: bool = True) -> dict[str, Any]:
     """The token document keystone answers, with the catalog built on ``base_url`` (the request's host)."""
     user = token.user
-    roles = [{"id": _hex_id(f"role/{r}"), "name": r} for r in user.roles]
+    names = token.app_credential.role_names if token.app_credential is not None else user.roles
+    roles = [{"id": _hex_id(f"role/{r}"), "name": r} for r in names]
     body: dict[str, Any] = {
-        "methods": ["application_credential"] if token.app_credential else ["password"],
+        "methods": list(token.methods),
         "user": {"id": user.id, "name": user.name, "domain": dict(DOMAIN), "password_expires_at": None},
         "audit_ids": [secrets.token_urlsafe(16)[:22]],
         "issued_at": _stamp(token.expires_at - TOKEN_LIFETIME),
@@ -293,14 +343,26 @@ def token_body(token: Token, base_url: str, *, with_catalog: bool = True) -> dic
     }
     if token.app_credential is not None:
         cred = token.app_credential
-        body["application_credential"] = {"id": cred.id, "name": cred.name, "restricted": True}
+        body["application_credential"] = {
+            "id": cred.id,
+            "name": cred.name,
+            "restricted": not cred.unrestricted,
+        }
         if cred.access_rules is not None:
-            body["application_credential"]["access_rules"] = [
-                {"id": _hex_id(f"rule/{i}"), **rule} for i, rule in enumerate(cred.access_rules)
-            ]
+            body["application_credential"]["access_rules"] = access_rule_refs(cred.access_rules)
     if with_catalog:
         body["catalog"] = catalog(base_url, token.project_id)
     return {"token": body}
+
+
+def role_ref(name: str) -> dict[str, Any]:
+    """A role as keystone names it in an application credential."""
+    return {"id": _hex_id(f"role/{name}"), "name": name, "domain_id": None}
+
+
+def access_rule_refs(rules: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """Access rules as keystone shows them: each with its id (a rule created without one gets one)."""
+    return [{"id": rule.get("id") or _hex_id(f"rule/{i}"), **rule} for i, rule in enumerate(rules)]
 
 
 def catalog(base_url: str, project_id: str) -> list[dict[str, Any]]:

@@ -40,8 +40,17 @@ _VM_STATE: Final = {
     "paused": "paused",
     "suspended": "suspended",
     "error": "error",
+    "soft_deleted": "soft-delete",
 }
-_POWER: Final = {"active": 1, "stopped": 4, "shelved_offloaded": 4, "paused": 3, "suspended": 7, "error": 0}
+_POWER: Final = {
+    "active": 1,
+    "stopped": 4,
+    "shelved_offloaded": 4,
+    "paused": 3,
+    "suspended": 7,
+    "error": 0,
+    "soft-delete": 4,
+}
 _STATUS: Final = {
     "active": "ACTIVE",
     "building": "BUILD",
@@ -51,7 +60,11 @@ _STATUS: Final = {
     "error": "ERROR",
     "deleted": "DELETED",
     "shelved_offloaded": "SHELVED_OFFLOADED",
+    "soft-delete": "SOFT_DELETED",
 }
+# The vm_state of a server nova soft-deleted: restorable, listed (like a deleted one) only with
+# deleted=true or changes-since.
+_SOFT_DELETED: Final = "soft_deleted"
 _RESIZE: Final = frozenset({"resize_prep", "resize_migrating", "resize_migrated", "resize_finish"})
 
 
@@ -141,9 +154,7 @@ def _server(
         else:
             vm_state, task_state = _VM_STATE[seg.state], seg.transition
         power = 0 if vm_state == "building" else _POWER[vm_state]
-        status = _STATUS[vm_state]
-        if task_state:
-            status = _task_status(vm_state, task_state, status)
+        status = _status_of(seg)
         updated = (r.updated_at(ctx.instant) or r.created_at) + skew
     launched = r.launched_at
     # A server destroyed while building was never launched: nova leaves its launched_at null.
@@ -179,6 +190,9 @@ def _server(
             {"rel": "bookmark", "href": f"{root}/servers/{r.resource_id}"},
         ],
     }
+    body.update({"OS-DCF:diskConfig": "MANUAL", "config_drive": "", "security_groups": [{"name": "default"}]})
+    if ctx.token.is_admin:
+        body.update(_admin_attributes(r, version))
     if version >= (2, 9):
         body["locked"] = False
     if version >= (2, 26):
@@ -188,6 +202,40 @@ def _server(
     if status in ("ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE", "MIGRATING"):
         body["progress"] = 0 if status == "BUILD" else 100
     return body
+
+
+def _status_of(seg: Segment) -> str:
+    """The API status of a live server's segment (nova's ``common._STATE_MAP``)."""
+    if seg.transition == "building":
+        return "BUILD"
+    vm_state = _VM_STATE[seg.state]
+    status = _STATUS[vm_state]
+    return _task_status(vm_state, seg.transition, status) if seg.transition else status
+
+
+def _admin_attributes(r: Resource, version: tuple[int, int]) -> dict[str, Any]:
+    """The extended server attributes nova shows an admin (host placement; more from 2.3 and 2.16)."""
+    host = "compute-0" + str(int(r.resource_id[:2], 16) % 4 + 1)
+    attrs: dict[str, Any] = {
+        "OS-EXT-SRV-ATTR:host": host,
+        "OS-EXT-SRV-ATTR:hypervisor_hostname": host,
+        "OS-EXT-SRV-ATTR:instance_name": f"instance-{int(r.resource_id[:6], 16):08x}",
+    }
+    if version >= (2, 3):
+        attrs.update(
+            {
+                "OS-EXT-SRV-ATTR:hostname": r.name,
+                "OS-EXT-SRV-ATTR:kernel_id": "",
+                "OS-EXT-SRV-ATTR:launch_index": 0,
+                "OS-EXT-SRV-ATTR:ramdisk_id": "",
+                "OS-EXT-SRV-ATTR:reservation_id": "r-" + r.resource_id[:8],
+                "OS-EXT-SRV-ATTR:root_device_name": "/dev/vda",
+                "OS-EXT-SRV-ATTR:user_data": None,
+            }
+        )
+    if version >= (2, 16):
+        attrs["host_status"] = "UP"
+    return attrs
 
 
 def _task_status(vm_state: str, task: str, default: str) -> str:
@@ -260,7 +308,16 @@ def servers_detail(ctx: Ctx, version: tuple[int, int], root: str) -> Response:
         start = position
     instant, skew = ctx.instant, ctx.skew
 
+    wanted_status = args.get("status", "").upper() or None
+
     def admit(r: Resource) -> Any:
+        seen = _admit(r)
+        if seen is None or wanted_status is None:
+            return seen
+        status = "DELETED" if seen == "deleted" else _status_of(seen)
+        return seen if status == wanted_status else None
+
+    def _admit(r: Resource) -> Any:
         gone = r.terminated_at is not None and r.terminated_at <= instant
         if gone:
             if deleted_flag is False or (deleted_flag is None and since is None):
@@ -270,10 +327,13 @@ def servers_detail(ctx: Ctx, version: tuple[int, int], root: str) -> Response:
             if since is not None and r.terminated_at is not None and r.terminated_at + skew < since:
                 return None
             return "deleted"
-        if deleted_flag:
-            return None
         seg = r.segment_at(instant)
         if seg is None or (project is not None and seg.project_id != project):
+            return None
+        soft_deleted = seg.state == _SOFT_DELETED
+        if deleted_flag and not soft_deleted:
+            return None
+        if soft_deleted and (deleted_flag is False or (deleted_flag is None and since is None)):
             return None
         if since is not None and (r.updated_at(instant) or r.created_at) + skew < since:
             return None

@@ -74,6 +74,7 @@ def _lb(ctx: Ctx, r: Resource, seg: Segment) -> dict[str, Any]:
         "vip_network_id": "d0d217df-3958-4fbf-a3c2-8dad2908c709",
         "vip_qos_policy_id": None,
         "additional_vips": [],
+        "vip_vnic_type": "normal",
         "provider": "amphora",
         "flavor_id": None,
         "availability_zone": None,

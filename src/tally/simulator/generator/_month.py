@@ -29,6 +29,7 @@ from ..oracle import Count, Oracle, Traffic, build_oracle
 from ..world import Flavor, VolumeType, World, WorldBuilder
 from . import _workloads as wl
 from ._recorder import Recorder, Tenant
+from ._soft_delete import retention
 
 log = logging.getLogger(__name__)
 
@@ -175,12 +176,18 @@ def _build(
             stream(seed, f"shape/classic/{i}", period),
             stream(seed, f"shape/pre-existing/{i}", period),
             addresses,
+            # The second project's, so a world of one classic project (scale below 0.5) still shows
+            # an image of another project in the default listing, as check-cloud's narrowing probe expects.
+            hide_first_image=i == 1,
         )
     for k, (alpha, beta) in enumerate(gardens):
         wl.gardener_alpha(rec, alpha, span, stream(seed, f"shape/alpha/{k}", period), addresses)
         wl.gardener_beta(rec, beta, span, stream(seed, f"shape/beta/{k}", period), addresses)
     for k, t in enumerate(cis):
         wl.ci(rec, t, span, stream(seed, f"shape/ci/{k}", period))
+    # Last, on streams of their own, so every resource drawn before keeps its ids and instants.
+    for i, t in enumerate(classic):
+        retention(rec, t, span, stream(seed, f"shape/retention/{i}", period))
     return builder.build(), rec, tuple(infos), frozenset(pre_existing), all_tenants
 
 

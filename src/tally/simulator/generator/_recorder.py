@@ -157,6 +157,18 @@ class Recorder:
             h, at, rng, "power_on", (5, 30), "powering-on", ("stopped", "active"), "active"
         )
 
+    def soft_delete(self, h: Handle, at: datetime, rng: random.Random) -> datetime:
+        """A delete under nova's reclaim_instance_interval: the server rests restorable in soft-delete."""
+        return self._nova_operation(
+            h, at, rng, "soft_delete", (3, 20), "soft-deleting", ("active", "soft-delete"), "soft_deleted"
+        )
+
+    def restore(self, h: Handle, at: datetime, rng: random.Random) -> datetime:
+        """The owner's restore of a soft-deleted server: the same server, active again, one history."""
+        return self._nova_operation(
+            h, at, rng, "restore", (5, 30), "restoring", ("soft-delete", "active"), "active"
+        )
+
     def resize(self, h: Handle, at: datetime, flavor: str, rng: random.Random) -> datetime:
         new = self.flavors[flavor]
         migrated = at + jitter(rng, 30, 120)
@@ -204,6 +216,10 @@ class Recorder:
         ]
         h.draft.change(at, transition="deleting")
         self._nova(h, at, "compute.instance.delete.start", state, "deleting")
+        # Nova detaches the server's volumes as it deletes it: cinder has them available again.
+        for vol in h.volumes:
+            if vol.alive:
+                self.detach(vol, at + SECOND)
         self._nova(h, at + SECOND, "compute.instance.shutdown.start", state, "deleting")
         self._nova(h, at + 2 * SECOND, "compute.instance.shutdown.end", state, "deleting")
         port = draw_uuid(h.tenant.ids)
@@ -238,7 +254,8 @@ class Recorder:
         return h
 
     def attach(self, v: Handle, server: Handle, at: datetime) -> None:
-        v.draft.transition(at, at + 3 * SECOND, "attaching", attached_to=server.rid)
+        # Cinder rests an attached volume in-use (the state the attach.end books and the listing shows).
+        v.draft.transition(at, at + 3 * SECOND, "attaching", attached_to=server.rid, state="in-use")
         self.emit(at, "volume.attach.start", "cinder", v.tenant, resource_id=v.rid, state="attaching")
         self.emit(at + 3 * SECOND, "volume.attach.end", "cinder", v.tenant, resource_id=v.rid, state="in-use")
         self._nova(server, at + 3 * SECOND, "compute.instance.volume.attach", server.draft.current.state)
@@ -246,7 +263,7 @@ class Recorder:
     def detach(self, v: Handle, at: datetime) -> datetime:
         if v.draft.current.attached_to is None:
             return at
-        v.draft.transition(at, at + 3 * SECOND, "detaching", attached_to=None)
+        v.draft.transition(at, at + 3 * SECOND, "detaching", attached_to=None, state="available")
         self.emit(at, "volume.detach.start", "cinder", v.tenant, resource_id=v.rid, state="detaching")
         self.emit(
             at + 3 * SECOND, "volume.detach.end", "cinder", v.tenant, resource_id=v.rid, state="available"
@@ -257,13 +274,15 @@ class Recorder:
         done = at + jitter(rng, 5, 40)
         v.draft.transition(at, done, "extending", size_gb=size_gb)
         self.emit(at, "volume.resize.start", "cinder", v.tenant, resource_id=v.rid, state="extending")
-        self.emit(done, "volume.resize.end", "cinder", v.tenant, resource_id=v.rid, state="available")
+        self.emit(
+            done, "volume.resize.end", "cinder", v.tenant, resource_id=v.rid, state=v.draft.current.state
+        )
         return done
 
     def retype(self, v: Handle, at: datetime, vtype: str, rng: random.Random) -> datetime:
         done = at + jitter(rng, 10, 120)
         v.draft.transition(at, done, "retyping", volume_type_id=self.vtypes[vtype].id)
-        self.emit(done, "volume.retype", "cinder", v.tenant, resource_id=v.rid, state="available")
+        self.emit(done, "volume.retype", "cinder", v.tenant, resource_id=v.rid, state=v.draft.current.state)
         return done
 
     def transfer(

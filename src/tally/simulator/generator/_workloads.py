@@ -75,6 +75,8 @@ def classic(
     rng: random.Random,
     picks: random.Random,
     addresses: AddressPool,
+    *,
+    hide_first_image: bool = False,
 ) -> set[str]:
     """One classic project; returns the ids of the resources that pre-exist the month."""
     profile = span.profile
@@ -86,6 +88,8 @@ def classic(
     lo, hi = max(span.fraction(0.77, 1.0)[0], span.start + 6 * HOUR), span.last
     if hi > lo:
         rec.delete_image(images[1], profile.draw(rng, lo, hi))
+    # Kept but hidden from the default listing (glance's os_hidden), as operators hide superseded images.
+    images[0].draft.hidden = hide_first_image
 
     instances: list[Handle] = []
     for n in range(4):
