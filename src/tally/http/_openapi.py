@@ -122,8 +122,9 @@ def build_openapi(operations: Iterable[Operation], *, title: str, version: str) 
             | {"default": {"description": "an error (RFC 9457 problem)", "content": problem}},
         }
         if op.body is not None:
+            # An absent body validates as {}: it is optional exactly when the model requires no member.
             entry["requestBody"] = {
-                "required": False,
+                "required": bool(op.body.model_json_schema(by_alias=True).get("required")),
                 "content": {"application/json": {"schema": refs[op.body]}},
             }
         elif op.raw_body_schema is not None:

@@ -20,14 +20,18 @@ router = Router("events")
 
 MAX_BATCH = 1000
 
+# The body is checked item by item, not as a whole: an item that is no valid event (even one that is
+# no object) is that item's rejection in a 200 answer, so the document promises no more than "an object
+# or an array". The members an item must have are WireEvent's.
 BATCH_SCHEMA: dict[str, Any] = {
     "description": (
-        "One event object or an array of at most 1000. Each item is validated on its own: a refused item "
-        "is reported in rejected[] with a reason naming the member, the others are stored."
+        "One event object or an array of at most 1000 (more: 413). Each item is validated on its own "
+        "against WireEvent: a refused item is reported in rejected[] with a reason naming the member, the "
+        "others are stored."
     ),
     "oneOf": [
-        {"$ref": "#/components/schemas/WireEvent"},
-        {"type": "array", "items": {"$ref": "#/components/schemas/WireEvent"}},
+        {"type": "object", "description": "one event (see WireEvent)"},
+        {"type": "array", "items": {"description": "an event (see WireEvent)"}},
     ],
 }
 

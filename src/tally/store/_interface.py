@@ -28,6 +28,7 @@ ResourceStatus = Literal["active", "deleted", "all"]
 Bucket = Literal["1h", "1d"]
 TokenRole = Literal["admin", "read_all", "project"]
 SyncStatus = Literal["running", "completed", "failed"]
+CredentialStatus = Literal["active", "expired", "revoked"]
 
 RESOURCE_GROUPS = frozenset({"cloud", "resource_type", "state", "platform", "project_id"})
 EVENT_GROUPS = frozenset({"cloud", "event_type", "source", "platform", "resource_type"})
@@ -153,6 +154,17 @@ class RejectedEvent:
     raw: Any
 
 
+def credential_status(
+    revoked_at: datetime | None, expires_at: datetime | None, at: datetime
+) -> CredentialStatus:
+    """What a secret is at ``at``: a revoke wins over an expiry; a secret expires at ``expires_at`` itself."""
+    if revoked_at is not None and revoked_at <= at:
+        return "revoked"
+    if expires_at is not None and expires_at <= at:
+        return "expired"
+    return "active"
+
+
 @dataclass(frozen=True, slots=True)
 class IngestCredential:
     id: str
@@ -161,6 +173,10 @@ class IngestCredential:
     description: str | None
     created_at: datetime
     revoked_at: datetime | None
+    expires_at: datetime | None = None
+
+    def status(self, at: datetime) -> CredentialStatus:
+        return credential_status(self.revoked_at, self.expires_at, at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +187,10 @@ class ApiToken:
     description: str | None
     created_at: datetime
     revoked_at: datetime | None
+    expires_at: datetime | None = None
+
+    def status(self, at: datetime) -> CredentialStatus:
+        return credential_status(self.revoked_at, self.expires_at, at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,15 +513,32 @@ class Store(Protocol):
         ...
 
     # -- credentials (stored as sha256 hex of the secret; see ``hash_secret``) -------------------------
+    # ``actor`` names who asked (``cli:alice``); when given, the create or revoke writes an audit row
+    # (``api_token.create``, ``ingest_credential.revoke``, ...) in the same transaction.
     async def create_ingest_credential(
-        self, *, platform: str, cloud: str, token_hash: str, description: str | None = None
+        self,
+        *,
+        platform: str,
+        cloud: str,
+        token_hash: str,
+        description: str | None = None,
+        expires_at: datetime | None = None,
+        actor: str | None = None,
     ) -> IngestCredential: ...
 
-    async def ingest_credential_by_hash(self, token_hash: str) -> IngestCredential | None:
-        """The credential with this hash unless revoked."""
+    async def ingest_credential_by_hash(
+        self, token_hash: str, *, at: datetime | None = None
+    ) -> IngestCredential | None:
+        """The credential with this hash unless revoked or expired at ``at`` (default: now)."""
         ...
 
-    async def revoke_ingest_credential(self, credential_id: str) -> bool: ...
+    async def list_ingest_credentials(self) -> list[IngestCredential]:
+        """Every credential, revoked and expired ones too, oldest first."""
+        ...
+
+    async def revoke_ingest_credential(self, credential_id: str, *, actor: str | None = None) -> bool:
+        """Revoke now; False when there is no such credential or it was revoked already."""
+        ...
 
     async def create_api_token(
         self,
@@ -510,15 +547,28 @@ class Store(Protocol):
         role: TokenRole,
         project_ids: Sequence[str] = (),
         description: str | None = None,
+        expires_at: datetime | None = None,
+        actor: str | None = None,
     ) -> ApiToken:
         """Raises ``RuleViolation`` when role is ``project`` and ``project_ids`` is empty."""
         ...
 
-    async def api_token_by_hash(self, token_hash: str) -> ApiToken | None:
-        """The token with this hash unless revoked."""
+    async def api_token_by_hash(self, token_hash: str, *, at: datetime | None = None) -> ApiToken | None:
+        """The token with this hash unless revoked or expired at ``at`` (default: now)."""
         ...
 
-    async def revoke_api_token(self, token_id: str) -> bool: ...
+    async def list_api_tokens(self) -> list[ApiToken]:
+        """Every token, revoked and expired ones too, oldest first."""
+        ...
+
+    async def revoke_api_token(self, token_id: str, *, actor: str | None = None) -> bool:
+        """Revoke now; False when there is no such token or it was revoked already."""
+        ...
+
+    async def shared_secret(self, name: str) -> bytes:
+        """The deployment's secret ``name`` (32 random bytes), created on first use. Every process and
+        replica on this store gets the same bytes: concurrent first uses agree on one."""
+        ...
 
     # -- reconciliation -------------------------------------------------------------------------------
     async def start_sync_run(self, cloud: str, started_at: datetime | None = None) -> str:
