@@ -11,7 +11,6 @@ from tally.store import EventFilter
 
 from ._auth import narrow
 from ._contract import Call, Reply, Router, decode_json
-from ._cursor import decode_time_key, encode_time_key
 from ._models import EventPage, EventsQuery, IngestAnswer
 from ._problems import Problem, invalid
 from ._serialize import event_json
@@ -96,10 +95,11 @@ async def list_events(call: Call) -> Any:
         start=q.from_,
         end=q.to,
     )
+    seal = await call.services.cursors.seal()
     page = await call.services.store.list_events(
-        filters, limit=q.limit, after=decode_time_key("events", q.cursor)
+        filters, limit=q.limit, after=seal.decode_time_key("events", q.cursor)
     )
     return {
         "items": [event_json(e) for e in page.items],
-        "next_cursor": encode_time_key("events", page.next_key),
+        "next_cursor": seal.encode_time_key("events", page.next_key),
     }

@@ -11,7 +11,6 @@ from tally.store import Conflict, Project, Relation, ResourceFilter, RuleViolati
 
 from ._auth import Principal
 from ._contract import Call, Reply, Router
-from ._cursor import decode_id_key, encode_id_key
 from ._models import (
     AtQuery,
     ProjectCreate,
@@ -67,12 +66,13 @@ async def list_projects(call: Call) -> Any:
             if (q.platform is None or p.platform == q.platform) and (q.cloud is None or p.cloud == q.cloud)
         ]
         return {"items": [project_json(p) for p in own], "next_cursor": None}
+    seal = await call.services.cursors.seal()
     page = await call.services.store.list_projects(
-        platform=q.platform, cloud=q.cloud, limit=q.limit, after=decode_id_key("projects", q.cursor)
+        platform=q.platform, cloud=q.cloud, limit=q.limit, after=seal.decode_id_key("projects", q.cursor)
     )
     return {
         "items": [project_json(p) for p in page.items],
-        "next_cursor": encode_id_key("projects", page.next_key),
+        "next_cursor": seal.encode_id_key("projects", page.next_key),
     }
 
 
