@@ -30,6 +30,7 @@ from ._fold import fold_order as fold_order
 from ._fold import lifecycle as lifecycle
 from ._fold import needs_replay as needs_replay
 from ._fold import project as project
+from ._fold import project_at as project_at
 from ._fold import sorted_events as sorted_events
 from ._fold import step as step
 from ._ids import deterministic_event_id as deterministic_event_id
@@ -73,6 +74,7 @@ __all__ = [
     "parse_event",
     "parse_instant",
     "project",
+    "project_at",
     "sorted_events",
     "step",
     "synthetic_event_id",

@@ -51,7 +51,10 @@ class ResourcesQuery(Model):
 class ResourceStatsQuery(Model):
     group_by: list[ResourceGroup] = Field(default_factory=list, max_length=5)
     status: Literal["active", "deleted", "all"] = "active"
-    at: Instant | None = Field(default=None, description="not implemented: answers 501")
+    at: Instant | None = Field(
+        default=None,
+        description="count the resources as they stood at this instant (each history folded up to it)",
+    )
     cloud: str | None = Text
     platform: str | None = Text
     project_id: str | None = Text
