@@ -232,7 +232,7 @@ async def patch_relation(call: Call) -> Any:
     relation = await _relation(call)
     body: RelationPatch = call.body
     if body.valid_to is not None and body.valid_to <= relation.valid_from:
-        raise invalid("body.valid_to", "must be later than the relation's valid_from")
+        raise invalid("body.valid_to", "must be later than the relation's valid_from", status=422)
     updated = await call.services.store.update_relation(
         relation.id, metadata=body.metadata, valid_to=body.valid_to
     )
@@ -322,7 +322,7 @@ async def project_summary(call: Call) -> Any:
     project = await _project(call)
     q: SummaryQuery = call.query
     if q.to <= q.from_:
-        raise invalid("query.to", "must be later than from")
+        raise invalid("query.to", "must be later than from", status=422)
     if q.to - q.from_ > MAX_SUMMARY_WINDOW:
         raise invalid("query.to", f"the window may span at most {MAX_SUMMARY_WINDOW.days} days", status=422)
     store = call.services.store

@@ -66,7 +66,7 @@ async def resource_stats(call: Call) -> Any:
 async def event_stats(call: Call) -> Any:
     q: EventStatsQuery = call.query
     if q.to <= q.from_:
-        raise invalid("query.to", "must be later than from")
+        raise invalid("query.to", "must be later than from", status=422)
     if q.to - q.from_ > MAX_WINDOW:
         raise invalid("query.to", f"the window may span at most {MAX_WINDOW.days} days", status=422)
     cloud, project_id = narrow(call.principal, q.cloud, q.project_id)
