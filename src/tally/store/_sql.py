@@ -38,6 +38,7 @@ from tally.core import (
     utc_now,
 )
 
+from ._ids import is_uuid
 from ._interface import (
     EVENT_GROUPS,
     RESOURCE_GROUPS,
@@ -146,14 +147,6 @@ def loads_json(data: bytes | bytearray | memoryview | str) -> Any:
 
 def key_order(key: ResourceKey) -> tuple[str, str, str]:
     return (key.cloud, key.resource_type, key.resource_id)
-
-
-def is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except (ValueError, TypeError, AttributeError):
-        return False
-    return True
 
 
 def _where(conditions: Iterable[tuple[str, Any]]) -> tuple[str, list[Any]]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tally.core import format_instant, utc_now
 
+from ._ids import is_uuid
 from ._interface import ApiToken, AuditEntry, Conflict, IngestCredential, RuleViolation, TokenRole
 
 if TYPE_CHECKING:
@@ -26,14 +27,6 @@ SHARED_SECRET_BYTES = 32
 _CREDENTIAL_SELECT = "id, platform, cloud, description, created_at, revoked_at, expires_at"
 _TOKEN_SELECT = "id, role, project_ids, description, created_at, revoked_at, expires_at"
 _USABLE = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except (ValueError, TypeError, AttributeError):
-        return False
-    return True
 
 
 class _Seam(Protocol):
@@ -162,7 +155,7 @@ class CredentialsSql:
         if role == "project" and not project_ids:
             raise RuleViolation("an api token of role project needs at least one project id")
         for pid in project_ids:
-            if not _is_uuid(pid):
+            if not is_uuid(pid):
                 raise RuleViolation(f"project id {pid!r} of the api token is not a UUID")
         token_id = str(uuid.uuid4())
         now = utc_now()
@@ -211,7 +204,7 @@ class CredentialsSql:
         return await self._revoke("api_tokens", "api_token", token_id, actor)
 
     async def _revoke(self: _Seam, table: str, object_type: str, object_id: str, actor: str | None) -> bool:
-        if not _is_uuid(object_id):
+        if not is_uuid(object_id):
             return False
         now = utc_now()
         async with self._tx() as tx:
