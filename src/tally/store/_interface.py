@@ -21,14 +21,17 @@ from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from tally.core import Event, ResourceKey, ResourceRow, StoredEvent
 
+from ._credential_types import ApiToken as ApiToken
+from ._credential_types import CredentialStatus as CredentialStatus
+from ._credential_types import IngestCredential as IngestCredential
+from ._credential_types import TokenRole as TokenRole
+
 T = TypeVar("T")
 K = TypeVar("K")
 
 ResourceStatus = Literal["active", "deleted", "all"]
 Bucket = Literal["1h", "1d"]
-TokenRole = Literal["admin", "read_all", "project"]
 SyncStatus = Literal["running", "completed", "failed"]
-CredentialStatus = Literal["active", "expired", "revoked"]
 
 RESOURCE_GROUPS = frozenset({"cloud", "resource_type", "state", "platform", "project_id"})
 EVENT_GROUPS = frozenset({"cloud", "event_type", "source", "platform", "resource_type"})
@@ -152,45 +155,6 @@ class RejectedEvent:
     received_at: datetime
     reason: str
     raw: Any
-
-
-def credential_status(
-    revoked_at: datetime | None, expires_at: datetime | None, at: datetime
-) -> CredentialStatus:
-    """What a secret is at ``at``: a revoke wins over an expiry; a secret expires at ``expires_at`` itself."""
-    if revoked_at is not None and revoked_at <= at:
-        return "revoked"
-    if expires_at is not None and expires_at <= at:
-        return "expired"
-    return "active"
-
-
-@dataclass(frozen=True, slots=True)
-class IngestCredential:
-    id: str
-    platform: str
-    cloud: str
-    description: str | None
-    created_at: datetime
-    revoked_at: datetime | None
-    expires_at: datetime | None = None
-
-    def status(self, at: datetime) -> CredentialStatus:
-        return credential_status(self.revoked_at, self.expires_at, at)
-
-
-@dataclass(frozen=True, slots=True)
-class ApiToken:
-    id: str
-    role: TokenRole
-    project_ids: tuple[str, ...]
-    description: str | None
-    created_at: datetime
-    revoked_at: datetime | None
-    expires_at: datetime | None = None
-
-    def status(self, at: datetime) -> CredentialStatus:
-        return credential_status(self.revoked_at, self.expires_at, at)
 
 
 @dataclass(frozen=True, slots=True)
