@@ -35,6 +35,7 @@ from ._fold import sorted_events as sorted_events
 from ._fold import step as step
 from ._ids import deterministic_event_id as deterministic_event_id
 from ._ids import synthetic_event_id as synthetic_event_id
+from ._time import INSTANT_EDGE_PATTERN as INSTANT_EDGE_PATTERN
 from ._time import ONE_MICROSECOND as ONE_MICROSECOND
 from ._time import InstantError as InstantError
 from ._time import as_utc as as_utc
@@ -46,6 +47,7 @@ __all__ = [
     "DELETED",
     "EVENT_TYPE_PATTERN",
     "HISTORY_STARTS_WITHOUT_CREATE",
+    "INSTANT_EDGE_PATTERN",
     "MAX_EVENT_ID",
     "MAX_EVENT_TYPE",
     "MAX_TEXT",

@@ -18,7 +18,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError, WithJsonSchema
 from quart import request
 
-from tally.core import InstantError, parse_instant
+from tally.core import INSTANT_EDGE_PATTERN, InstantError, parse_instant
 
 from ._problems import CONTRACT_MISMATCH, Problem, invalid
 from ._services import ReportingServices
@@ -39,7 +39,9 @@ def _instant(value: object) -> datetime:
 
 
 Instant = Annotated[
-    datetime, PlainValidator(_instant), WithJsonSchema({"type": "string", "format": "date-time"})
+    datetime,
+    PlainValidator(_instant),
+    WithJsonSchema({"type": "string", "format": "date-time", "pattern": INSTANT_EDGE_PATTERN}),
 ]
 
 
