@@ -154,3 +154,15 @@ async def test_answers_are_counted_by_route_template(api: Api) -> None:
     for rid in ("a", "b"):
         assert (await api.get(f"/api/v1/resources/os-dev/instance/{rid}/events", READER)).status_code == 404
     assert REGISTRY.get_sample_value("tally_http_requests_total", labels) == before + 2
+
+
+@pytest.mark.parametrize("body", [b"\x0b", b"\x0c", b" \x0b\n"])
+async def test_a_body_of_non_json_whitespace_is_no_empty_body(api: Api, body: bytes) -> None:
+    from http_support import INTERNAL
+
+    headers = {**api.bearer(INTERNAL), "Content-Type": "application/json"}
+    response = await api.client.post("/internal/projection/rebuild", data=body, headers=headers)
+    assert response.status_code == 400
+    assert (await response.get_json())["errors"][0]["loc"] == "body"
+    blank = await api.client.post("/internal/projection/rebuild", data=b" \t\r\n", headers=headers)
+    assert blank.status_code == 200  # JSON whitespace alone is an empty body: {}

@@ -10,7 +10,7 @@ from tally.ingest import BatchTooLarge
 from tally.store import EventFilter
 
 from ._auth import narrow
-from ._contract import Call, Reply, Router, decode_json
+from ._contract import Call, Reply, Router, decode_json, is_blank
 from ._models import EventPage, EventsQuery, IngestAnswer
 from ._problems import Problem, invalid
 from ._serialize import event_json
@@ -58,7 +58,7 @@ def _decode_exact(raw: bytes) -> Any:
     replies=(Reply(200, "what was accepted, deduplicated and refused", IngestAnswer),),
 )
 async def post_events(call: Call) -> Any:
-    data = _decode_exact(call.raw_body) if call.raw_body.strip() else None
+    data = None if is_blank(call.raw_body) else _decode_exact(call.raw_body)
     if isinstance(data, dict):
         items: list[Any] = [data]
     elif isinstance(data, list):
