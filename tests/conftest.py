@@ -3,7 +3,11 @@
 - ``pg_url``: a fresh, empty PostgreSQL database (unique name), dropped after the test.
 - ``pg_schema_url``: a fresh schema of one database shared by the run, dropped after the test.
 - ``pg_session_schema``: makes a schema of that database that lasts the whole run.
-- ``amqp_url``: the RabbitMQ URL; tests use unique exchange and queue names on it.
+- ``amqp_url``: the RabbitMQ URL on a vhost this run made (``rabbitmqctl add_vhost``) and deletes at
+  its end, so nothing another publisher sends on the broker reaches a test; tests still use unique
+  exchange and queue names within it. ``TALLY_TEST_AMQP_URL`` names the broker (default the machine's,
+  ``amqp://guest:guest@127.0.0.1:5672/``); ``rabbitmqctl`` must reach its node, and the URL's user
+  gets full permissions on the run's vhost.
 
 A service that does not answer skips the test on a developer machine, but with ``CI`` set it fails:
 a CI run must never turn green by silently testing less.
@@ -12,11 +16,13 @@ a CI run must never turn green by silently testing less.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import psycopg
 import pytest
@@ -98,8 +104,33 @@ def pg_session_schema(pg_session_database: str) -> Callable[[str], str]:
     return lambda prefix: _new_schema(pg_session_database, prefix)[1]
 
 
-@pytest.fixture
-def amqp_url() -> str:
-    """URL of the machine's RabbitMQ (guest account, default vhost)."""
+def rabbitmqctl(*args: str) -> str:
+    """Run ``rabbitmqctl`` on the test broker's node; its stdout, or the test fails naming the command."""
+    binary = shutil.which("rabbitmqctl")
+    if binary is None:
+        pytest.fail("rabbitmqctl is not on PATH: the RabbitMQ tests make a vhost of their own with it")
+    done = subprocess.run([binary, *args], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        pytest.fail(f"rabbitmqctl {' '.join(args)} failed: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout
+
+
+@pytest.fixture(scope="session")
+def amqp_vhost() -> Iterator[str]:
+    """A vhost of this run on the test broker, the URL's user granted on it; deleted at the run's end."""
     require_service("RabbitMQ", AMQP_URL)
-    return AMQP_URL
+    name = f"tally-test-{uuid.uuid4().hex[:12]}"
+    user = unquote(urlsplit(AMQP_URL).username or "guest")
+    rabbitmqctl("add_vhost", name)
+    try:
+        rabbitmqctl("set_permissions", "-p", name, user, ".*", ".*", ".*")
+        yield name
+    finally:
+        rabbitmqctl("delete_vhost", name)
+
+
+@pytest.fixture(scope="session")
+def amqp_url(amqp_vhost: str) -> str:
+    """URL of the test broker on this run's own vhost (see ``amqp_vhost``)."""
+    require_service("RabbitMQ", AMQP_URL)
+    return urlsplit(AMQP_URL)._replace(path="/" + quote(amqp_vhost, safe="")).geturl()

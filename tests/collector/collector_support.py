@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import aio_pika
 import anyio
 
+from tally.collector import Collector, serve_collector
 from tally.config import Settings
 from tally.outbox import DeliveryResult, DeliveryStatus
 
@@ -42,6 +44,40 @@ def oslo_inner(
         "_context_auth_token": None,
         "_unique_id": uuid.uuid4().hex,
     } | extra
+
+
+def instance_payload(resource_id: str, tenant: str = "t1") -> dict[str, Any]:
+    """A legacy ``compute.instance.create.end`` payload of an m1.small, as nova sends it."""
+    return {
+        "instance_id": resource_id,
+        "tenant_id": tenant,
+        "instance_type": "m1.small",
+        "memory_mb": 2048,
+        "vcpus": 1,
+        "root_gb": 20,
+        "ephemeral_gb": 0,
+        "state": "active",
+    }
+
+
+async def wait_for(predicate: Callable[[], bool], within: float) -> None:
+    """Poll state that lives outside the calling task (a sink, a metric, another process)."""
+    with anyio.fail_after(within):
+        while not predicate():  # noqa: ASYNC110
+            await anyio.sleep(0.05)
+
+
+@asynccontextmanager
+async def collecting(tmp_path: Path, url: str, exchange: str) -> AsyncIterator[tuple[MemorySink, Collector]]:
+    """The collector in this process on ``exchange``, delivering to a ``MemorySink``; whatever it
+    raises fails the caller (a broker fault must never end it)."""
+    sink = MemorySink()
+    conf = settings(tmp_path, url, f"t-{uuid.uuid4().hex[:8]}", [exchange])
+    async with anyio.create_task_group() as tg:
+        collector: Collector = await tg.start(partial(serve_collector, conf, sink=sink))
+        yield sink, collector
+        assert collector.statistics().taken >= len(sink.events)
+        tg.cancel_scope.cancel()
 
 
 def v2_body(inner: dict[str, Any]) -> bytes:

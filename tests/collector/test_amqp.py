@@ -7,6 +7,7 @@ import subprocess
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import aio_pika
 import anyio
@@ -15,6 +16,7 @@ from collector_support import (
     MemorySink,
     delete_queue,
     fixtures,
+    instance_payload,
     oslo_inner,
     publish,
     service_exchanges,
@@ -24,6 +26,7 @@ from collector_support import (
 from prometheus_client import REGISTRY
 
 from tally.collector import Collector, CollectorError, serve_collector
+from tally.config import Settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.rabbitmq]
 
@@ -50,16 +53,7 @@ async def _ready_messages(url: str, name: str) -> int:
 
 
 def _instance_create(resource_id: str, **extra: object) -> bytes:
-    payload = {
-        "instance_id": resource_id,
-        "tenant_id": "t1",
-        "instance_type": "m1.small",
-        "memory_mb": 2048,
-        "vcpus": 1,
-        "root_gb": 20,
-        "ephemeral_gb": 0,
-        "state": "active",
-    }
+    payload = instance_payload(resource_id)
     return v2_body(oslo_inner("compute.instance.create.end", payload, **extra))
 
 
@@ -141,35 +135,50 @@ async def test_bad_input_is_acked_counted_and_never_blocks(
     assert "vcpus" not in wrong["payload"]["size"]
 
 
-async def test_a_missing_exchange_is_bound_when_it_appears(
+async def test_declares_the_exchanges_as_oslo_does_and_binds_at_once(
     amqp_url: str, unique: str, tmp_path: Path
 ) -> None:
-    present, late = f"{unique}-nova", f"{unique}-glance"
+    """No service has published yet: the collector declares the exchanges (topic, not durable) and
+    binds, so the first notification a service sends is already routed to its queue."""
+    names = [f"{unique}-nova", f"{unique}-octavia"]
     sink = MemorySink()
-    conf = settings(tmp_path, amqp_url, unique, [present, late])
+    conf = settings(tmp_path, amqp_url, unique, names)
     try:
-        async with service_exchanges(amqp_url, [present]), anyio.create_task_group() as tg:
+        async with anyio.create_task_group() as tg:
             await tg.start(partial(serve_collector, conf, sink=sink))
-            assert _metric("tally_collector_exchanges_missing") == 1
-            async with service_exchanges(amqp_url, [late]) as channel:
-                with anyio.fail_after(15):
-                    n = 0
-                    while not sink.events:
-                        # Published before the binding exists, a message is unroutable and dropped.
-                        n += 1
-                        await publish(channel, late, _instance_create(f"vm-{n}"))
-                        await anyio.sleep(0.2)
-                assert _metric("tally_collector_exchanges_missing") == 0
+            assert _metric("tally_collector_connected") == 1
+            # The services' own declaration (durable=False) matches the collector's.
+            async with service_exchanges(amqp_url, names) as channel:
+                for n, name in enumerate(names):
+                    await publish(channel, name, _instance_create(f"vm-{n}", message_id=f"first-{n}"))
+                await _wait_for(lambda: len(sink.events) == 2)
             tg.cancel_scope.cancel()
+    finally:
+        await delete_queue(amqp_url, conf.osc_queue_name)
+    assert {k[0] for k in sink.events} == {"first-0", "first-1"}
+
+
+async def test_an_exchange_of_other_durability_fails_the_start_naming_the_setting(
+    amqp_url: str, unique: str, tmp_path: Path
+) -> None:
+    exchange = f"{unique}-nova"
+    conf = settings(tmp_path, amqp_url, unique, [exchange], osc_durable_exchanges=True)
+    try:
+        async with service_exchanges(amqp_url, [exchange]):
+            with pytest.raises(CollectorError, match=r"PRECONDITION_FAILED.*TALLY_OSC_DURABLE_EXCHANGES"):
+                await _serve_until_error(conf)
     finally:
         await delete_queue(amqp_url, conf.osc_queue_name)
 
 
-async def test_no_exchange_at_all_fails_naming_them(amqp_url: str, unique: str, tmp_path: Path) -> None:
-    names = [f"{unique}-nova", f"{unique}-glance"]
-    conf = settings(tmp_path, amqp_url, unique, names)
-    with pytest.raises(CollectorError, match=f"none of the exchanges {names[0]}, {names[1]} exist"):
+async def _serve_until_error(conf: Settings) -> None:
+    """Run the collector; re-raise the one error that ended it, unwrapped from its task groups."""
+    try:
         await Collector(conf, sink=MemorySink()).serve()
+    except BaseExceptionGroup as group:
+        while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
+            group = group.exceptions[0]  # type: ignore[assignment]
+        raise group from None
 
 
 async def test_a_missing_exchange_fails_when_required(amqp_url: str, unique: str, tmp_path: Path) -> None:
@@ -177,7 +186,7 @@ async def test_a_missing_exchange_fails_when_required(amqp_url: str, unique: str
     conf = settings(tmp_path, amqp_url, unique, [present, missing], osc_require_exchanges=True)
     async with service_exchanges(amqp_url, [present]):
         with pytest.raises(CollectorError, match=f"exchanges {missing} do not exist.*REQUIRE_EXCHANGES=true"):
-            await Collector(conf, sink=MemorySink()).serve()
+            await _serve_until_error(conf)
 
 
 async def test_quorum_queue_and_queue_gauges(amqp_url: str, unique: str, tmp_path: Path) -> None:
@@ -190,7 +199,10 @@ async def test_quorum_queue_and_queue_gauges(amqp_url: str, unique: str, tmp_pat
             await _wait_for(lambda: _metric("tally_collector_queue_consumers") == 1)
             await publish(channel, exchange, _instance_create("vm-q"))
             await _wait_for(lambda: len(sink.events) == 1)
-            listed = await anyio.run_process(["rabbitmqctl", "list_queues", "name", "type", "durable"])
+            vhost = unquote(urlsplit(amqp_url).path[1:])
+            listed = await anyio.run_process(
+                ["rabbitmqctl", "list_queues", "-p", vhost, "name", "type", "durable"]
+            )
             listing = listed.stdout.decode()
             tg.cancel_scope.cancel()
     finally:

@@ -82,7 +82,9 @@ async def test_counts_by_type_and_reason(tmp_path: Path) -> None:
 
     before = (
         value("tally_collector_received_total", event_type="volume.delete.end"),
-        value("tally_collector_skipped_total", event_type="port.create.end", reason="unmapped"),
+        value(
+            "tally_collector_skipped_total", event_type="other", reason="unmapped"
+        ),  # not in the mapping table
         value("tally_collector_unparseable_total", reason="json"),
     )
     inner = {
@@ -102,7 +104,7 @@ async def test_counts_by_type_and_reason(tmp_path: Path) -> None:
         tg.cancel_scope.cancel()
     after = (
         value("tally_collector_received_total", event_type="volume.delete.end"),
-        value("tally_collector_skipped_total", event_type="port.create.end", reason="unmapped"),
+        value("tally_collector_skipped_total", event_type="other", reason="unmapped"),
         value("tally_collector_unparseable_total", reason="json"),
     )
     assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1, 1]

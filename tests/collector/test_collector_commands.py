@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -59,21 +60,44 @@ def test_plain_http_reporting_url_is_refused_in_one_line(
 
 
 @pytest.mark.rabbitmq
-def test_missing_exchanges_stop_the_command_naming_them(
+@pytest.mark.parametrize(
+    ("fault", "named"),
+    [
+        ("vhost", "refused the vhost (the broker closed the connection: 530 NOT_ALLOWED"),
+        ("password", "refused the collector (the broker closed the connection: 403 ACCESS_REFUSED"),
+        ("scheme", "scheme 'amqpx' is not one of rabbit://, amqp://, amqps://"),
+        ("member", "host 2 (':5672') has no usable host name"),
+        ("cafile", "cafile /nonexistent/ca.pem does not exist"),
+        ("required", "do not exist on"),
+    ],
+)
+def test_a_configuration_the_broker_refuses_stops_the_command_in_one_line(
+    fault: str,
+    named: str,
     amqp_url: str,
     unique: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    url = {
+        "vhost": amqp_url.rsplit("/", 1)[0] + f"/{unique}-no-such-vhost",
+        "password": amqp_url.replace(":guest@", ":wrong@"),
+        "scheme": amqp_url.replace("amqp://", "amqpx://"),
+        "member": amqp_url.replace("@127.0.0.1:5672", "@127.0.0.1:5672,guest:guest@:5672"),
+        "cafile": amqp_url.replace("amqp://", "amqps://") + "?cafile=/nonexistent/ca.pem",
+        "required": amqp_url,
+    }[fault]
     monkeypatch.setenv("TALLY_STATE_DIR", str(tmp_path))
-    monkeypatch.setenv("TALLY_OSC_AMQP_URL", amqp_url)
+    monkeypatch.setenv("TALLY_OSC_AMQP_URL", url)
     monkeypatch.setenv("TALLY_OSC_EXCHANGES", f"{unique}-a,{unique}-b")
+    monkeypatch.setenv("TALLY_OSC_REQUIRE_EXCHANGES", str(fault == "required").lower())
     monkeypatch.setenv("TALLY_OSC_REPORTING_URL", "https://reporting.example")
     assert main(["collector"]) == 2
-    err = capsys.readouterr().err
-    assert f"none of the exchanges {unique}-a, {unique}-b exist" in err
-    assert "guest:guest" not in err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tally collector: error: ")
+    assert named in err[0]
+    assert ":guest@" not in err[0] and ":wrong@" not in err[0]
 
 
 @pytest.mark.anyio
@@ -115,3 +139,33 @@ async def test_dump_prints_deliveries_with_credentials_redacted(
     assert message["payload"]["password"] == "***"
     assert message["payload"]["instance_id"] == "vm-1"
     assert "hunter2" not in out and "secret-token" not in out
+
+
+@pytest.mark.rabbitmq
+def test_a_user_without_permission_stops_the_command_naming_the_refusal(
+    amqp_url: str,
+    amqp_vhost: str,
+    unique: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    user = f"tally-noperm-{unique}"
+    subprocess.run(["rabbitmqctl", "add_user", user, "pw"], check=True, capture_output=True)
+    try:
+        # May log in to the vhost and read, but configure nothing: the exchange declare is refused.
+        subprocess.run(
+            ["rabbitmqctl", "set_permissions", "-p", amqp_vhost, user, "^$", "^$", ".*"],
+            check=True,
+            capture_output=True,
+        )
+        monkeypatch.setenv("TALLY_STATE_DIR", str(tmp_path))
+        monkeypatch.setenv("TALLY_OSC_AMQP_URL", amqp_url.replace("guest:guest@", f"{user}:pw@"))
+        monkeypatch.setenv("TALLY_OSC_EXCHANGES", f"{unique}-nova")
+        monkeypatch.setenv("TALLY_OSC_REPORTING_URL", "https://reporting.example")
+        assert main(["collector"]) == 2
+    finally:
+        subprocess.run(["rabbitmqctl", "delete_user", user], check=True, capture_output=True)
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "403 ACCESS_REFUSED - access to exchange" in line and f"refused for user '{user}'" in line
+    assert ":pw@" not in line

@@ -41,6 +41,7 @@ def test_collector_surface() -> None:
 def test_outbox_surface() -> None:
     assert sorted(tally.outbox.__all__) == sorted(
         [
+            "DeadLetterRow",
             "DeliveryResult",
             "DeliveryStatus",
             "EventSink",

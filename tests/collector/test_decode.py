@@ -25,7 +25,7 @@ def test_v2_envelope_decodes_the_inner_string_with_exact_numbers() -> None:
     outcome = decode_body(body)
     assert isinstance(outcome, Decoded)
     assert outcome.notification.payload["size"] == Decimal("1.5")
-    assert outcome.notification.context_project_id == "p"
+    assert outcome.notification.context_owner == "p"
 
 
 @pytest.mark.parametrize("as_text", [False, True])

@@ -170,6 +170,35 @@ def test_project_falls_back_to_context_project_then_tenant() -> None:
     assert isinstance(outcome, Mapped) and outcome.event["project_id"] == "legacytenant"
 
 
+@pytest.mark.parametrize(
+    "context",
+    [
+        {"_context_project": "owner-1"},  # older oslo.context: project / tenant, not the *_id forms
+        {"_context_tenant": "owner-1"},
+        {"context": {"project_id": "owner-1", "user_id": "u"}},  # a context sent as a plain dict
+        {"_context": {"tenant": "owner-1"}},
+    ],
+)
+def test_a_floating_ip_delete_takes_its_owner_from_any_form_of_the_context(
+    context: dict[str, object],
+) -> None:
+    inner = _body_of("floatingip_delete")
+    for key in [k for k in inner if k.startswith("_context_")]:
+        del inner[key]
+    inner.update(context)
+    outcome = map_notification(_v2(inner), cloud="os-dev")
+    assert isinstance(outcome, Mapped) and outcome.event["project_id"] == "owner-1"
+
+
+def test_a_delete_with_no_owner_anywhere_is_mapped_with_an_empty_owner() -> None:
+    """The API refuses and dead-letters it with the item (the consumer counts it): never dropped here."""
+    inner = _body_of("floatingip_delete")
+    for key in [k for k in inner if k.startswith("_context_")]:
+        del inner[key]
+    outcome = map_notification(_v2(inner), cloud="os-dev")
+    assert isinstance(outcome, Mapped) and outcome.event["project_id"] == ""
+
+
 def test_volume_status_defaults_to_available() -> None:
     inner = _body_of("volume_resize")
     del inner["payload"]["status"]

@@ -1,4 +1,4 @@
-"""The lean AMQP consumer: frames read from chunks of any size, URLs, and the real RabbitMQ on both
+"""The lean AMQP consumer: frames read from chunks of any size, the body cap, and the real RabbitMQ on both
 anyio backends (the wire speaks anyio streams only)."""
 
 from __future__ import annotations
@@ -16,19 +16,12 @@ from pamqp import frame as pamqp_frame
 from pamqp.body import ContentBody
 from pamqp.header import ContentHeader
 
-from tally.collector._wire import (
-    HEARTBEAT_FRAME,
-    AmqpAddress,
-    AmqpClosed,
-    AmqpUrlInvalid,
-    ConsumerConnection,
-    Delivered,
-    FrameReader,
-    MethodFrame,
-    run_consumer,
-)
+from tally.collector._frames import HEARTBEAT_FRAME, AmqpClosed, Delivered, FrameReader, MethodFrame
+from tally.collector._url import AmqpAddress
+from tally.collector._wire import ConsumerConnection, run_consumer
 
 FRAME_MAX = 64
+MAX_BODY = 1 << 20
 
 
 def _message(tag: int, body: bytes, exchange: str = "nova", key: str = "notifications.info") -> bytes:
@@ -77,7 +70,7 @@ def _comparable(items: list[Delivered | MethodFrame]) -> list[object]:
 @given(st.lists(st.integers(min_value=1, max_value=200), max_size=40))
 def test_any_chunking_of_the_bytes_reads_the_same_frames(cuts: list[int]) -> None:
     wire, expected = _stream()
-    reader = FrameReader()
+    reader = FrameReader(max_body=MAX_BODY)
     got: list[Delivered | MethodFrame] = []
     at = 0
     for size in cuts:
@@ -91,39 +84,33 @@ def test_a_frame_without_its_end_octet_is_a_protocol_error() -> None:
     frame = bytearray(pamqp_frame.marshal(commands.Basic.QosOk(), 1))
     frame[-1] = 0
     with pytest.raises(AmqpClosed, match="does not end with 0xCE"):
-        FrameReader().feed(bytes(frame))
+        FrameReader(max_body=MAX_BODY).feed(bytes(frame))
 
 
 def test_content_without_a_delivery_is_a_protocol_error() -> None:
     with pytest.raises(AmqpClosed, match=r"without a basic\.deliver"):
-        FrameReader().feed(pamqp_frame.marshal(ContentHeader(0, 0), 1))
+        FrameReader(max_body=MAX_BODY).feed(pamqp_frame.marshal(ContentHeader(0, 0), 1))
 
 
-@pytest.mark.parametrize(
-    ("url", "expected"),
-    [
-        ("amqp://guest:guest@127.0.0.1:5672/", ("127.0.0.1", 5672, "guest", "guest", "/", False, None)),
-        ("amqp://rabbit", ("rabbit", 5672, "guest", "guest", "/", False, None)),
-        ("amqps://u%40x:p%3Aw@mq/%2Fprod?heartbeat=20", ("mq", 5671, "u@x", "p:w", "/prod", True, 20)),
-        ("amqp://u:p@mq:5673/openstack", ("mq", 5673, "u", "p", "openstack", False, None)),
-    ],
-)
-def test_urls_give_host_login_vhost_and_heartbeat(url: str, expected: tuple[object, ...]) -> None:
-    a = AmqpAddress.parse(url)
-    assert (a.host, a.port, a.username, a.password, a.vhost, a.tls, a.heartbeat_s) == expected
+def test_a_body_over_the_cap_is_refused_from_its_header_and_never_kept() -> None:
+    reader = FrameReader(max_body=100)
+    head = _message(7, b"y" * 640)
+    # Fed frame by frame: no body frame is kept once the header announced too much.
+    got: list[Delivered | MethodFrame] = []
+    for at in range(0, len(head), 71):
+        got += reader.feed(head[at : at + 71])
+        assert not reader._parts
+    got += reader.feed(_message(8, b"small"))
+    assert got == [
+        Delivered(7, "nova", "notifications.info", b"", refused_size=640),
+        Delivered(8, "nova", "notifications.info", b"small"),
+    ]
 
 
-@pytest.mark.parametrize(
-    ("url", "message"),
-    [
-        ("http://mq/", "must start with amqp:// or amqps://"),
-        ("amqp://mq:99999/", "bad port"),
-        ("amqp://mq/?heartbeat=soon", "is not a number"),
-    ],
-)
-def test_unusable_urls_say_what_is_wrong(url: str, message: str) -> None:
-    with pytest.raises(AmqpUrlInvalid, match=message):
-        AmqpAddress.parse(url)
+def test_a_frame_over_frame_max_is_a_protocol_error_before_it_is_read() -> None:
+    reader = FrameReader(max_body=MAX_BODY, frame_max=4096)
+    with pytest.raises(AmqpClosed, match="over the frame_max 4096"):
+        reader.feed(b"\x03\x00\x01\x7f\xff\xff\xff")  # a body frame announcing 2 GiB
 
 
 # -- on the machine's RabbitMQ, on both backends ------------------------------------------------------------
@@ -188,6 +175,7 @@ async def test_consumes_in_order_and_acks_so_nothing_is_redelivered(amqp_url: st
                         connection_name=f"test {unique}",
                         on_delivery=take,
                         on_ready=ready,
+                        max_body=MAX_BODY,
                     )
 
                 tg.start_soon(consume)
@@ -207,8 +195,12 @@ async def test_consumes_in_order_and_acks_so_nothing_is_redelivered(amqp_url: st
             ended.append(await connection.declare_queue(unique, None))
             raise AmqpClosed("counted")
 
-        outcome = await run_consumer(
-            AmqpAddress.parse(amqp_url), connection_name="count", on_delivery=take, on_ready=count
+        outcome, _ = await run_consumer(
+            AmqpAddress.parse(amqp_url),
+            connection_name="count",
+            on_delivery=take,
+            on_ready=count,
+            max_body=MAX_BODY,
         )
         assert str(outcome) == "counted" and ended == [(0, 0)]
     finally:
@@ -227,19 +219,26 @@ async def test_a_refused_login_and_a_closed_channel_end_with_the_brokers_reason(
         raise AssertionError("the login should have been refused")
 
     address = AmqpAddress.parse(amqp_url)
+    member = address.hosts[0]
     wrong = AmqpAddress.parse(
-        amqp_url.replace(f"{address.username}:{quote(address.password)}@", "nobody:wrong@")
+        amqp_url.replace(f"{member.username}:{quote(member.password)}@", "nobody:wrong@")
     )
-    refused = await run_consumer(wrong, connection_name="refused", on_delivery=nothing, on_ready=never)
-    assert "ACCESS_REFUSED" in str(refused)
+    refused, _ = await run_consumer(
+        wrong, connection_name="refused", on_delivery=nothing, on_ready=never, max_body=MAX_BODY
+    )
+    assert "ACCESS_REFUSED" in str(refused) and refused.reply_code == 403
 
     async def bind_to_a_missing_exchange(connection: ConsumerConnection) -> None:
         await connection.declare_queue(unique, None)
         await connection.bind(unique, f"{unique}-absent", "k")
 
     try:
-        closed = await run_consumer(
-            address, connection_name="closed", on_delivery=nothing, on_ready=bind_to_a_missing_exchange
+        closed, _ = await run_consumer(
+            address,
+            connection_name="closed",
+            on_delivery=nothing,
+            on_ready=bind_to_a_missing_exchange,
+            max_body=MAX_BODY,
         )
         assert str(closed).startswith("the broker closed the channel: 404")
     finally:
@@ -251,10 +250,14 @@ async def test_an_unreachable_broker_ends_at_once_naming_the_address() -> None:
     async def unused(_: object) -> None:
         raise AssertionError("unreachable")
 
-    ended = await run_consumer(
-        AmqpAddress.parse("amqp://127.0.0.1:1/"), connection_name="x", on_delivery=unused, on_ready=unused
+    ended, _ = await run_consumer(
+        AmqpAddress.parse("amqp://127.0.0.1:1/"),
+        connection_name="x",
+        on_delivery=unused,
+        on_ready=unused,
+        max_body=MAX_BODY,
     )
-    assert str(ended).startswith("cannot connect to 127.0.0.1:1")
+    assert str(ended).startswith("cannot connect to 127.0.0.1:1") and ended.reply_code is None
 
 
 @pytest.mark.rabbitmq
@@ -278,7 +281,9 @@ async def test_heartbeats_keep_an_idle_connection_open(amqp_url: str, unique: st
         raise AssertionError("no delivery expected")
 
     try:
-        ended = await run_consumer(address, connection_name="idle", on_delivery=nothing, on_ready=idle)
+        ended, _ = await run_consumer(
+            address, connection_name="idle", on_delivery=nothing, on_ready=idle, max_body=MAX_BODY
+        )
         assert str(ended) == "idle long enough"
     finally:
         await anyio.to_thread.run_sync(_delete, amqp_url, unique)

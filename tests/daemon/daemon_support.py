@@ -26,12 +26,17 @@ def free_port() -> int:
 
 
 def daemon_env(state_dir: Path, port: int, **extra: str) -> dict[str, str]:
+    # PYTHONPATH passes through so that the daemon runs the tree under test, not the venv's install.
+    passed = {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ}
     return {
+        **passed,
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(state_dir.parent),
         "TALLY_STATE_DIR": str(state_dir),
         "TALLY_REPORTING_HTTP_PORT": str(port),
         "TALLY_SHUTDOWN_GRACE_S": str(GRACE_S),
+        # A worktree's tests run its own src (PYTHONPATH), not the checkout the venv installed.
+        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),
         **extra,
     }
 

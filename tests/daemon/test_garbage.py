@@ -25,7 +25,7 @@ def test_the_command_line_applies_the_policy_before_the_command_runs() -> None:
         "from tally.daemon import cli\n"
         "seen = []\n"
         "parser = cli.build_parser()\n"
-        "cli.build_parser = lambda: parser\n"
+        "cli.build_parser = lambda *argv: parser\n"
         "parser.set_defaults(handler=lambda args: seen.append(gc.get_threshold()))\n"
         "cli.main([])\n"
         "print(*seen[0])\n"

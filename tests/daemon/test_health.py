@@ -97,3 +97,27 @@ async def test_metrics_exposes_the_default_registry() -> None:
 async def test_metrics_is_404_when_disabled() -> None:
     response = await make_app(Readiness(), metrics_enabled=False).test_client().get("/metrics")
     assert response.status_code == 404
+
+
+async def test_healthz_turns_503_once_a_watched_check_failed_past_its_threshold() -> None:
+    store_up = False
+    readiness = Readiness(timeout_s=0.2)
+
+    async def store() -> CheckResult:
+        return CheckResult(store_up, "answers" if store_up else "connection refused")
+
+    async def broker() -> CheckResult:
+        return CheckResult(False, "not watched: never makes the process unhealthy")
+
+    readiness.register("store", store, unhealthy_after_s=0.3)
+    readiness.register("broker", broker)
+    client = make_app(readiness).test_client()
+    assert (await client.get("/healthz")).status_code == 200  # the first failure starts the clock
+    await anyio.sleep(0.4)
+    unhealthy = await client.get("/healthz")
+    assert unhealthy.status_code == 503
+    body = await unhealthy.get_json()
+    assert body["status"] == "unhealthy"
+    assert body["detail"].startswith("store failing for 0 s (over 0.3 s): connection refused")
+    store_up = True
+    assert (await client.get("/healthz")).status_code == 200

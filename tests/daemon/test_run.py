@@ -48,7 +48,9 @@ def receive_until(sock: socket.socket, wanted: str) -> list[str]:
 
 
 def tally_env(tmp_path: Path, port: int, **extra: str) -> dict[str, str]:
+    passed = {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ}
     return {
+        **passed,
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "TALLY_STATE_DIR": str(tmp_path / "state"),
         "TALLY_REPORTING_HTTP_PORT": str(port),
@@ -146,7 +148,7 @@ def test_bad_clouds_config_refuses_startup_naming_file_and_key(tmp_path: Path) -
     assert not (tmp_path / "state").exists()
 
 
-def test_gives_up_and_exits_non_zero_when_restarts_do_not_help(tmp_path: Path) -> None:
+def test_a_taken_port_refuses_startup_with_one_line_naming_the_address(tmp_path: Path) -> None:
     blocker = socket.socket()
     blocker.bind(("127.0.0.1", 0))
     blocker.listen()
@@ -161,6 +163,8 @@ def test_gives_up_and_exits_non_zero_when_restarts_do_not_help(tmp_path: Path) -
         )
     finally:
         blocker.close()
-    assert done.returncode == 1
-    assert "actor restarting actor=http attempt=5" in done.stderr
-    assert "supervisor giving up supervisor=root actor=http max_restarts=5" in done.stderr
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"tally: TALLY_REPORTING_HTTP_ADDR/TALLY_REPORTING_HTTP_PORT: 127.0.0.1:{port} "
+        "is already in use by another process"
+    ]

@@ -115,14 +115,33 @@ def test_a_notification_on_rabbitmq_appears_through_the_api(tmp_path: Path, amqp
         anyio.run(clean_up, amqp_url, exchange, queue, backend="asyncio")
 
 
-def test_an_unreachable_broker_makes_the_daemon_exit_non_zero(tmp_path: Path) -> None:
+def test_an_unreachable_broker_keeps_the_daemon_up_and_not_ready_saying_why(tmp_path: Path) -> None:
+    """A broker that is down is an outage, not a configuration error: the daemon stays up, its
+    /readyz says why the collector does not consume, and SIGTERM still drains it with exit 0."""
     env = daemon_env(tmp_path / "state", free_port(), TALLY_OSC_AMQP_URL="amqp://guest:sekrit@127.0.0.1:1/")
-    done = tally(env, "run")
-    assert done.returncode == 1
-    crashes = [line for line in done.stderr.splitlines() if "actor crashed actor=collector" in line]
-    assert (
-        crashes
-        and 'error=CollectorError("cannot connect to the AMQP broker at amqp://guest:***@' in crashes[0]
+    with running_daemon(env) as daemon:
+        deadline = time.monotonic() + 20
+        while True:
+            answer = httpx.get(f"{daemon.base_url}/readyz", timeout=5)
+            detail = str(answer.json()["checks"].get("collector", {}).get("detail", ""))
+            if "broker unavailable" in detail or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert answer.status_code == 503
+        assert "broker unavailable: cannot connect to 127.0.0.1:1" in detail
+        assert daemon.stop() == 0, daemon.log
+    assert "sekrit" not in daemon.log and "actor crashed" not in daemon.log
+
+
+def test_a_broken_broker_url_refuses_the_daemon_in_one_line(tmp_path: Path) -> None:
+    env = daemon_env(
+        tmp_path / "state",
+        free_port(),
+        TALLY_OSC_AMQP_URL="rabbit://guest:sekrit@h1:5672,guest:sekrit@:5672/",
     )
-    assert "sekrit" not in done.stderr
-    assert "supervisor giving up supervisor=root actor=collector" in done.stderr
+    done = tally(env, "run")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1] == (
+        "tally: TALLY_OSC_AMQP_URL rabbit://guest:***@h1:5672,guest:***@:5672/: "
+        "the AMQP URL's host 2 (':5672') has no usable host name"
+    )

@@ -9,77 +9,19 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import yaml
-from anyio.from_thread import start_blocking_portal
+from daemon_fakecloud import fake_cloud, write_clouds_yaml
 from daemon_support import daemon_env, free_port, running_daemon, wait_until_ready
 
-from tally.simulator.clock import VirtualClock
-from tally.simulator.fakecloud import (
-    ADMIN_PASSWORD,
-    ADMIN_PROJECT,
-    ADMIN_USER,
-    create_fake_cloud_app,
-    serve_fake_cloud,
-)
-from tally.simulator.world import World, WorldBuilder
-
 INTERNAL = "internal-secret-for-tests"
-T0 = datetime(2026, 7, 1, tzinfo=UTC)
-NOW = T0 + timedelta(hours=6)  # the fake cloud's (frozen) virtual instant
-
-
-def world() -> World:
-    b = WorldBuilder(cloud="os-fake", period_from=T0, period_to=T0 + timedelta(days=31))
-    project = b.project("alpha")
-    flavor = b.flavor("m1.small", vcpus=1, ram_mb=2048, disk_gb=20)
-    ssd = b.volume_type("ssd")
-    b.instance(project, flavor, created_at=T0 + timedelta(minutes=5))
-    b.volume(project, ssd, size_gb=10, created_at=T0 + timedelta(minutes=6))
-    return b.build()
-
-
-@contextmanager
-def fake_cloud() -> Iterator[str]:
-    """The fake cloud served on an ephemeral port by an event loop in its own thread; its base URL."""
-    app = create_fake_cloud_app(world(), VirtualClock(NOW, 0.0))
-    with start_blocking_portal(backend="asyncio") as portal:
-        future, port = portal.start_task(serve_fake_cloud, app, "127.0.0.1", 0)
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            future.cancel()
 
 
 def write_configs(directory: Path, base_url: str) -> tuple[Path, Path]:
     """clouds.yaml (the admin account of the fake) and the strict clouds config of three clouds."""
-    clouds_yaml = directory / "clouds.yaml"
-    clouds_yaml.write_text(
-        yaml.safe_dump(
-            {
-                "clouds": {
-                    "admin": {
-                        "auth_type": "password",
-                        "auth": {
-                            "auth_url": f"{base_url}/v3",
-                            "username": ADMIN_USER,
-                            "password": ADMIN_PASSWORD,
-                            "project_name": ADMIN_PROJECT,
-                            "user_domain_name": "Default",
-                            "project_domain_name": "Default",
-                        },
-                        "region_name": "RegionOne",
-                        "interface": "public",
-                    }
-                }
-            }
-        )
-    )
+    clouds_yaml = write_clouds_yaml(directory, base_url)
     config = directory / "tally-clouds.yaml"
     config.write_text(
         yaml.safe_dump(

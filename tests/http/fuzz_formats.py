@@ -37,6 +37,10 @@ def register_cursor_formats(key: bytes) -> None:
         "tally-cursor-resources",
         st.builds(ResourceKey, _TEXT, _TEXT, _TEXT).map(seal.encode_resource_key),
     )
+    # A usage page without group_by pages by resource key (with group_by, by group: not drawn here).
+    schemathesis.openapi.format(
+        "tally-cursor-usage", st.builds(ResourceKey, _TEXT, _TEXT, _TEXT).map(seal.encode_resource_key)
+    )
     schemathesis.openapi.format(
         "tally-cursor-projects", st.uuids().map(lambda u: seal.encode_id_key("projects", str(u)))
     )

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 from http_support import ADMIN, INGEST, READER, Api, event
+
+from tally.ingest import MAX_EVENT_BYTES
 
 pytestmark = pytest.mark.anyio
 
@@ -177,3 +180,31 @@ async def test_a_body_too_deep_to_read_its_long_numbers_exactly_is_400(api: Api)
     )
     assert response.status_code == 400
     assert (await response.get_json())["errors"][0]["loc"] == "body"
+
+
+def _padded(resource_id: str, size: int) -> dict[str, Any]:
+    """An event of exactly ``size`` bytes as compact JSON."""
+    item = event(resource_id)
+    item["payload"]["provider"] = {"note": ""}
+    item["payload"]["provider"]["note"] = "x" * (size - len(orjson.dumps(item)))
+    assert len(orjson.dumps(item)) == size
+    return item
+
+
+async def test_an_event_over_the_per_event_limit_costs_only_its_item(api: Api) -> None:
+    at_limit = _padded("vm-at-limit", MAX_EVENT_BYTES)
+    huge = _padded("vm-huge", 10 * 1024 * 1024)
+    answer = await ingest(api, [event("vm-before"), huge, at_limit, event("vm-after")])
+    assert answer["accepted"] == 3
+    assert answer["rejected"] == [
+        {
+            "index": 1,
+            "event_id": huge["event_id"],
+            "reason": f"schema: the event is {10 * 1024 * 1024} bytes as JSON, "
+            f"more than the {MAX_EVENT_BYTES} an event may hold",
+        }
+    ]
+    [dead] = (await (await api.get("/api/v1/rejected-events")).get_json())["items"]
+    assert dead["raw"] == {"not_stored": {"bytes": 10 * 1024 * 1024}}
+    one_over = _padded("vm-one-over", MAX_EVENT_BYTES + 1)
+    assert (await ingest(api, [one_over]))["rejected"][0]["index"] == 0

@@ -3,7 +3,8 @@
 It answers ``POST /api/v1/events`` like the Reporting API (200 with
 ``{accepted, duplicates, rejected}``, duplicates on ``(event_id, timestamp)``,
 items refused with the core's own validation), and can be told to answer 500,
-503 or 413 for a while, so tests can watch the sender keep and re-send rows.
+503 or 413 for a while, or 500 for every batch holding a poisoned event, so
+tests can watch the sender keep, re-send and dead-letter rows.
 It runs in a thread so a collector in another process can post to it too.
 """
 
@@ -27,6 +28,7 @@ class SinkServer:
         self.fail_status: int | None = None  # answer this status to every post while set
         self.fail_count = 0  # ... or only to the next N posts
         self.max_batch: int | None = None  # 413 for larger batches
+        self.poison: set[str] = set()  # 500 for every batch holding one of these event ids
         self.unauthorized = 0
         server = self
 
@@ -77,6 +79,8 @@ class SinkServer:
                 return 500, {"title": "failing on purpose"}
             if self.max_batch is not None and len(items) > self.max_batch:
                 return 413, {"title": "batch too large"}
+            if any(item.get("event_id") in self.poison for item in items):
+                return 500, {"title": "an item this server cannot take"}
             accepted = duplicates = 0
             rejected = []
             for index, item in enumerate(items):
@@ -99,6 +103,11 @@ class SinkServer:
     def event_ids(self) -> set[str]:
         with self.lock:
             return {event_id for event_id, _ in self.events}
+
+
+def outbox_rows(events: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
+    """``Outbox.add``'s rows of wire events."""
+    return [(e["event_id"], json.dumps(e).encode()) for e in events]
 
 
 def volume_event(n: int, **over: Any) -> dict[str, Any]:

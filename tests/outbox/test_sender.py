@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
-from outbox_support import SinkServer, volume_event
+from outbox_support import SinkServer, outbox_rows, volume_event
 from prometheus_client import REGISTRY
 
 from tally.outbox import HttpSink, Sender, SinkConfigError, open_outbox
 
 pytestmark = pytest.mark.anyio
-
-
-def _rows(events: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
-    return [(e["event_id"], json.dumps(e).encode()) for e in events]
 
 
 def _metric(name: str, **labels: str) -> float:
@@ -28,7 +22,7 @@ async def test_batches_are_posted_with_the_token_and_rows_deleted(tmp_path: Path
     with SinkServer(token="s3cret") as server:
         sink = HttpSink(server.url, "s3cret", insecure=True)
         async with open_outbox(tmp_path / "o.sqlite3") as outbox:
-            await outbox.add(_rows([volume_event(n) for n in range(12)]))
+            await outbox.add(outbox_rows([volume_event(n) for n in range(12)]))
             sent_before = _metric("tally_collector_batches_sent_total")
             sender = Sender(outbox, sink, batch_max=5, flush_interval_s=60)
             await sender.flush_until_empty()
@@ -46,7 +40,7 @@ async def test_an_event_with_an_integer_beyond_64_bits_is_posted_as_written(tmp_
     with SinkServer() as server:
         sink = HttpSink(server.url, None, insecure=True)
         async with open_outbox(tmp_path / "o.sqlite3") as outbox:
-            await outbox.add(_rows([event]))
+            await outbox.add(outbox_rows([event]))
             await Sender(outbox, sink, batch_max=10, flush_interval_s=60).flush_until_empty()
         await sink.aclose()
     [stored] = server.events.values()
@@ -59,7 +53,7 @@ async def test_rows_wait_through_500s_and_are_delivered_once_after(tmp_path: Pat
         sink = HttpSink(server.url, None, insecure=True)
         failed_before = _metric("tally_collector_batches_failed_total", reason="http_status")
         async with open_outbox(tmp_path / "o.sqlite3") as outbox:
-            await outbox.add(_rows([volume_event(n) for n in range(4)]))
+            await outbox.add(outbox_rows([volume_event(n) for n in range(4)]))
             sender = Sender(outbox, sink, batch_max=10, flush_interval_s=60, backoff_min_s=0.01)
             await sender.flush_until_empty()
             assert outbox.depth == 0
@@ -74,13 +68,13 @@ async def test_413_halves_the_batch_which_grows_back(tmp_path: Path) -> None:
         server.max_batch = 3
         sink = HttpSink(server.url, None, insecure=True)
         async with open_outbox(tmp_path / "o.sqlite3") as outbox:
-            await outbox.add(_rows([volume_event(n) for n in range(10)]))
+            await outbox.add(outbox_rows([volume_event(n) for n in range(10)]))
             sender = Sender(outbox, sink, batch_max=8, flush_interval_s=60)
             await sender.flush_until_empty()
             assert outbox.depth == 0
             assert sender.statistics().batch_size > 2  # grew back after the halving
             server.max_batch = None
-            await outbox.add(_rows([volume_event(n) for n in range(10, 40)]))
+            await outbox.add(outbox_rows([volume_event(n) for n in range(10, 40)]))
             await sender.flush_until_empty()
             assert sender.statistics().batch_size == 8
         await sink.aclose()
@@ -93,7 +87,7 @@ async def test_refused_items_are_counted_not_retried(tmp_path: Path) -> None:
         sink = HttpSink(server.url, None, insecure=True)
         refused_before = _metric("tally_collector_events_delivered_total", outcome="refused")
         async with open_outbox(tmp_path / "o.sqlite3") as outbox:
-            await outbox.add(_rows([volume_event(1), volume_event(2, resource_id=""), volume_event(3)]))
+            await outbox.add(outbox_rows([volume_event(1), volume_event(2, resource_id=""), volume_event(3)]))
             sender = Sender(outbox, sink, batch_max=10, flush_interval_s=60)
             await sender.flush_until_empty()
             assert outbox.depth == 0
@@ -104,13 +98,13 @@ async def test_refused_items_are_counted_not_retried(tmp_path: Path) -> None:
     assert _metric("tally_collector_events_delivered_total", outcome="refused") - refused_before == 1
 
 
-async def test_network_errors_keep_the_rows(tmp_path: Path) -> None:
+async def test_network_errors_keep_theoutbox_rows(tmp_path: Path) -> None:
     with SinkServer() as server:
         url = server.url
     sink = HttpSink(url, None, insecure=True, timeout_s=2)  # nothing listens there any more
     failed_before = _metric("tally_collector_batches_failed_total", reason="network")
     async with open_outbox(tmp_path / "o.sqlite3") as outbox:
-        await outbox.add(_rows([volume_event(1)]))
+        await outbox.add(outbox_rows([volume_event(1)]))
         sender = Sender(outbox, sink, batch_max=10, flush_interval_s=60, backoff_min_s=0.01)
         with anyio.move_on_after(0.5):
             await sender.flush_until_empty()
@@ -125,7 +119,7 @@ async def test_the_loop_sends_when_a_full_batch_waits(tmp_path: Path) -> None:
         async with open_outbox(tmp_path / "o.sqlite3") as outbox, anyio.create_task_group() as tg:
             sender = Sender(outbox, sink, batch_max=5, flush_interval_s=3600)
             await tg.start(sender.serve)
-            await outbox.add(_rows([volume_event(n) for n in range(5)]))
+            await outbox.add(outbox_rows([volume_event(n) for n in range(5)]))
             with anyio.fail_after(5):
                 while outbox.depth:
                     await outbox.wait_changed()
@@ -140,7 +134,7 @@ async def test_the_loop_flushes_a_partial_batch_after_the_interval(tmp_path: Pat
         async with open_outbox(tmp_path / "o.sqlite3") as outbox, anyio.create_task_group() as tg:
             sender = Sender(outbox, sink, batch_max=500, flush_interval_s=0.2)
             await tg.start(sender.serve)
-            await outbox.add(_rows([volume_event(1), volume_event(2)]))
+            await outbox.add(outbox_rows([volume_event(1), volume_event(2)]))
             with anyio.fail_after(5):
                 while outbox.depth:
                     await outbox.wait_changed()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -80,6 +80,12 @@ class Harness:
 
     def entry_for(self, os_cloud: str, **config: Any) -> CloudEntry:
         return CloudEntry(self.cloud, "openstack", "openstack", {"os_cloud": os_cloud, **config})
+
+    def add_clouds_yaml_entry(self, name: str, entry: dict[str, Any]) -> None:
+        """Add (or replace) the clouds.yaml entry ``name``."""
+        clouds = yaml.safe_load(self.clouds_yaml.read_text())
+        clouds["clouds"][name] = entry
+        self.clouds_yaml.write_text(yaml.safe_dump(clouds))
 
     def at(self, instant: datetime) -> None:
         """Move the fake cloud's clock to ``instant``."""
@@ -174,7 +180,10 @@ async def open_harness(
     *,
     settle_s: int = 0,
     prepare: Callable[[FakeCloudState], None] | None = None,
+    serve: Callable[..., Awaitable[None]] = serve_fake_cloud,
+    scheme: str = "http",
 ) -> AsyncIterator[Harness]:
+    """The fake served by ``serve(app, host, port, task_status=...)``: another one may serve it over TLS."""
     wall = ManualWall()
     clock = VirtualClock(T0, 1.0, wall=wall)
     app = create_fake_cloud_app(world, clock)
@@ -183,8 +192,8 @@ async def open_harness(
         prepare(state)
     previous = os.environ.get("OS_CLIENT_CONFIG_FILE")
     async with anyio.create_task_group() as tg:
-        port = await tg.start(serve_fake_cloud, app, "127.0.0.1", 0)
-        base_url = f"http://127.0.0.1:{port}"
+        port = await tg.start(serve, app, "127.0.0.1", 0)
+        base_url = f"{scheme}://127.0.0.1:{port}"
         path = write_clouds_yaml(directory, base_url, state)
         os.environ["OS_CLIENT_CONFIG_FILE"] = str(path)
         try:

@@ -14,6 +14,7 @@ def test_reconcile_exports() -> None:
         [
             "ADAPTERS",
             "BATCH_SIZE",
+            "AccountCheck",
             "Adapter",
             "CloudsReadiness",
             "Correction",
@@ -66,6 +67,7 @@ def test_reconcile_exports() -> None:
             "run_cloud_scheduler",
             "run_sync",
             "scheduler_specs",
+            "check_adapter_environments",
             "validate_adapter_config",
             "whole_life_start",
         ]

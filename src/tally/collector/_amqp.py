@@ -1,59 +1,77 @@
-"""The AMQP source: one durable queue bound on the services' exchanges, consumed with aio-pika.
+"""The AMQP source: one durable queue bound on the services' exchanges, declared as oslo does.
 
-Exchanges belong to the OpenStack services: they are probed passively and
-never created (declaring one with other flags than the service's would fail
-with PRECONDITION_FAILED, or worse, create an exchange nobody publishes to).
-A missing exchange is probed again in the background with backoff from 1 s
-to 60 s and bound when it appears. None present at all, or any missing while
-``require_exchanges`` is set, fails the start with a message naming them.
+On every connect, before consuming, the source declares each service exchange itself, a topic
+exchange with the durability the cloud uses (``TALLY_OSC_DURABLE_EXCHANGES``, oslo's
+``amqp_durable_queues``, false by default as in OpenStack), declares its queue and binds it on
+every topic. That is what oslo's own notification listener does, and it is what keeps a broker
+restart from losing notifications: a restart deletes non-durable exchanges and every binding on
+them, and the services flush the backlog they held during the outage as soon as they are back, so
+the binding must exist before they publish. Hence also the reconnect schedule: the first attempt
+within 0.25 s, then a jittered backoff that stays at or under 1 s while the broker cannot be
+reached (a closed port costs nobody anything) and grows to 60 s only while it refuses us (a login
+or permission the broker turns down does not change in a second).
 
-Probes and queue statistics run on short-lived aio-pika connections. The
-consuming connection is the lean consumer of ``_wire``: when it ends (a broker
-restart, a dropped connection, missed heartbeats) the source connects again
-with backoff from 1 s to 60 s, declares the queue, binds the exchanges that are
-there and consumes again. Deliveries of the old connection can no longer be
-acked; the broker requeues them and the outbox's unique event_id folds the
-redelivery away.
+The consuming connection is the lean client of ``_wire``, which also serves the start's checks
+and the queue statistics: one AMQP stack. When a connection ends (a restart, a dropped
+connection, missing heartbeats, a consumer the broker cancelled, a frozen broker that stopped
+answering) the source connects again, to the next member of the cluster first, and goes on;
+deliveries of the old connection can no longer be acked, the broker requeues them and the
+outbox's unique event_id folds the redelivery away. Nothing at runtime ends the source:
+``CollectorError`` comes only from the start, for a configuration the broker refuses.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import aio_pika
-import aio_pika.exceptions
 import anyio
 from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectSendStream
 
 from . import _metrics
+from ._decode import MAX_BODY_BYTES
 from ._delivery import Delivery
 from ._errors import CollectorError
-from ._wire import AmqpAddress, AmqpClosed, AmqpUrlInvalid, ConsumerConnection, Delivered, run_consumer
+from ._frames import AmqpClosed, Delivered
+from ._url import AmqpAddress, AmqpUrlInvalid
+from ._url import redact_url as redact_url
+from ._wire import REFUSALS, ConsumerConnection, run_consumer
 
 log = logging.getLogger(__name__)
 
-BACKOFF_MIN_S = 1.0
-BACKOFF_MAX_S = 60.0
+FIRST_RETRY_S = 0.25
+UNREACHABLE_MAX_S = 1.0
+REFUSED_MAX_S = 60.0
 QUEUE_STATS_INTERVAL_S = 15.0
-
-
-def redact_url(url: str) -> str:
-    """The URL with its password replaced, for logs and errors."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+REPEAT_LOG_S = 60.0
 
 
 def split_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def reconnect_delay(attempt: int, *, refused: bool, rng: random.Random) -> float:
+    """Seconds to wait before connection attempt ``attempt`` (0 is the first after a loss).
+
+    The first is within ``FIRST_RETRY_S``; then the bound doubles from there up to
+    ``UNREACHABLE_MAX_S`` (or ``REFUSED_MAX_S`` while the broker refuses), and the wait is drawn
+    from the upper half of the bound, so that collectors that lost the broker together do not
+    come back in step.
+    """
+    if attempt <= 0:
+        return rng.uniform(0.0, FIRST_RETRY_S)
+    ceiling = REFUSED_MAX_S if refused else UNREACHABLE_MAX_S
+    bound = min(ceiling, FIRST_RETRY_S * 2.0 ** min(attempt, 16))
+    return rng.uniform(bound / 2, bound)
+
+
+def is_refusal(error: AmqpClosed) -> bool:
+    return error.reply_code in REFUSALS
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,54 +83,22 @@ class AmqpConfig:
     queue_type: str = "classic"
     prefetch: int = 100
     require_exchanges: bool = False
+    durable_exchanges: bool = False
+    max_body: int = MAX_BODY_BYTES
 
     def queue_arguments(self) -> dict[str, Any] | None:
         # A classic queue is declared without the argument, so an existing queue declared by an
         # older version without it is not a mismatch.
         return {"x-queue-type": "quorum"} if self.queue_type == "quorum" else None
 
-
-async def _connect(url: str) -> aio_pika.abc.AbstractConnection:
-    try:
-        return await aio_pika.connect(url)
-    except (OSError, aio_pika.exceptions.AMQPError) as exc:
-        raise CollectorError(f"cannot connect to the AMQP broker at {redact_url(url)}: {exc}") from exc
-
-
-async def probe_exchanges(url: str, names: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Passively declare each exchange; returns (present, missing)."""
-    present: list[str] = []
-    missing: list[str] = []
-    connection = await _connect(url)
-    try:
-        for name in names:
-            channel = await connection.channel()
-            try:
-                await channel.declare_exchange(name, passive=True)
-                present.append(name)
-            except aio_pika.exceptions.ChannelClosed:
-                missing.append(name)
-            finally:
-                if not channel.is_closed:
-                    await channel.close()
-    finally:
-        await connection.close()
-    return present, missing
-
-
-async def queue_statistics(url: str, queue_name: str) -> tuple[int, int] | None:
-    """(messages ready, consumers) from a passive declare; None when the queue is not there."""
-    connection = await _connect(url)
-    try:
-        channel = await connection.channel()
+    def address(self) -> AmqpAddress:
+        """The parsed URL; ``CollectorError`` naming what is wrong with it."""
         try:
-            queue = await channel.declare_queue(queue_name, passive=True)
-        except aio_pika.exceptions.ChannelClosed:
-            return None
-        result = queue.declaration_result
-        return int(result.message_count or 0), int(result.consumer_count or 0)
-    finally:
-        await connection.close()
+            address = AmqpAddress.parse(self.url)
+            address.check_files()
+        except AmqpUrlInvalid as exc:
+            raise CollectorError(f"TALLY_OSC_AMQP_URL {redact_url(self.url)}: {exc}") from None
+        return address
 
 
 class AmqpSource:
@@ -120,11 +106,13 @@ class AmqpSource:
 
     def __init__(self, config: AmqpConfig) -> None:
         self.config = config
+        self.address = config.address()
         self.bound: list[str] = []
-        self.missing: list[str] = []
+        # Why the source is not consuming now, for the log and /readyz; None while it consumes.
+        self.problem: str | None = "not connected yet"
         self._connection: ConsumerConnection | None = None
-        self._present: list[str] | None = None
-        self._missing_changed = anyio.Event()
+        self._consuming = anyio.Event()
+        self._rng = random.Random()
 
     async def ack(self, deliveries: Sequence[Delivery]) -> None:
         # One ack with multiple=True per connection acks the whole group: the group holds every
@@ -144,91 +132,32 @@ class AmqpSource:
                 _metrics.ACK_FAILURES.inc()
                 log.warning("collector: ack failed, the broker will redeliver error=%s", exc)
 
-    async def _bind(self, connection: ConsumerConnection, exchange: str) -> None:
-        for topic in self.config.topics:
-            await connection.bind(self.config.queue_name, exchange, topic)
-        if exchange not in self.bound:
-            self.bound.append(exchange)
-        log.info(
-            "collector: bound queue=%s exchange=%s topics=%s",
-            self.config.queue_name,
-            exchange,
-            ",".join(self.config.topics),
-        )
-
-    def _set_missing(self, missing: list[str]) -> None:
-        self.missing = missing
-        _metrics.EXCHANGES_MISSING.set(len(missing))
-        self._missing_changed.set()
-        self._missing_changed = anyio.Event()
-
-    async def _bind_missing_later(self) -> None:
-        """Probe the missing exchanges with backoff from 1 s to 60 s; bind each on the live connection
-        as it appears. Runs for the source's life: a reconnect may find an exchange gone."""
-        while True:
-            if not self.missing:
-                await self._missing_changed.wait()
-                continue
-            delay = BACKOFF_MIN_S
-            while self.missing:
-                await anyio.sleep(delay)
-                delay = min(BACKOFF_MAX_S, delay * 2)
-                connection = self._connection
-                if connection is None or connection.closed:
-                    continue
-                try:
-                    present, missing = await probe_exchanges(self.config.url, self.missing)
-                    for name in present:
-                        await self._bind(connection, name)
-                except CollectorError as exc:
-                    log.warning("collector: exchange probe failed error=%s", exc)
-                    continue
-                except AmqpClosed:
-                    continue  # the connection ended; the reconnect binds what is there
-                self._set_missing(missing)
-                if missing:
-                    log.info(
-                        "collector: exchanges still missing names=%s retry_in_s=%.0f",
-                        ",".join(missing),
-                        delay,
-                    )
+    async def _check_exchanges(self, connection: ConsumerConnection) -> None:
+        """With ``require_exchanges``: every configured exchange must exist before the collector
+        declares any (the services create them on their first notification)."""
+        missing = [name for name in self.config.exchanges if not await connection.exchange_exists(name)]
+        if missing:
+            raise CollectorError(
+                f"exchanges {', '.join(missing)} do not exist on {redact_url(self.config.url)} "
+                "and TALLY_OSC_REQUIRE_EXCHANGES=true (is notification sending enabled in the services?)"
+            )
 
     async def _refresh_queue_statistics(self) -> None:
+        """Every ``QUEUE_STATS_INTERVAL_S`` while consuming, and at once when consuming (re)starts."""
         while True:
-            try:
-                stats = await queue_statistics(self.config.url, self.config.queue_name)
-            except CollectorError as exc:
-                log.warning("collector: queue statistics unavailable error=%s", exc)
-                stats = None
-            if stats is not None:
-                _metrics.QUEUE_MESSAGES.set(stats[0])
-                _metrics.QUEUE_CONSUMERS.set(stats[1])
+            await self._consuming.wait()
+            connection = self._connection
+            if connection is not None and not connection.closed:
+                try:
+                    ready, consumers = await connection.declare_queue(
+                        self.config.queue_name, self.config.queue_arguments(), passive=True
+                    )
+                except AmqpClosed:
+                    pass  # the connection ended; the reconnect logs why
+                else:
+                    _metrics.QUEUE_MESSAGES.set(ready)
+                    _metrics.QUEUE_CONSUMERS.set(consumers)
             await anyio.sleep(QUEUE_STATS_INTERVAL_S)
-
-    async def preflight(self) -> None:
-        """Probe the exchanges; raise ``CollectorError`` naming them when the collector cannot start."""
-        config = self.config
-        try:
-            AmqpAddress.parse(config.url)
-        except AmqpUrlInvalid as exc:
-            raise CollectorError(f"TALLY_OSC_AMQP_URL {redact_url(config.url)}: {exc}") from None
-        present, missing = await probe_exchanges(config.url, config.exchanges)
-        if not present:
-            raise CollectorError(
-                f"none of the exchanges {', '.join(config.exchanges)} exist on {redact_url(config.url)}; "
-                "the collector never creates them (is notification sending enabled in the services?)"
-            )
-        if missing and config.require_exchanges:
-            raise CollectorError(
-                f"exchanges {', '.join(missing)} do not exist on {redact_url(config.url)} "
-                "and TALLY_OSC_REQUIRE_EXCHANGES=true"
-            )
-        self._present = present
-        self._set_missing(missing)
-        if missing:
-            log.warning(
-                "collector: exchanges missing, retrying in the background names=%s", ",".join(missing)
-            )
 
     async def serve(
         self,
@@ -236,23 +165,28 @@ class AmqpSource:
         *,
         task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Declare, bind and consume until cancelled, connecting again whenever the connection ends;
-        ``started()`` once consuming. A first connection that fails raises ``CollectorError``.
+        """Declare, bind and consume until cancelled, connecting again whenever the connection ends.
 
-        Runs ``preflight`` first unless the caller already did.
+        ``started()`` once consuming, or once the first attempt found the broker unreachable (the
+        source then keeps trying, with the reason in ``problem``). A first attempt the broker
+        refuses (login, vhost, permissions, an exchange of other durability, a missing exchange
+        while required) raises ``CollectorError``: that is a configuration to fix, not an outage.
         """
         config = self.config
-        if self._present is None:
-            await self.preflight()
-        address = AmqpAddress.parse(config.url)
         name = f"tally-collector {config.queue_name} pid={os.getpid()}"
+        consuming = False
         started = False
         connection: ConsumerConnection | None = None
-        delay = BACKOFF_MIN_S
+        startup_error: CollectorError | None = None
 
         async def hand_over(message: Delivered) -> None:
             handle = (connection, message.delivery_tag)
-            delivery = Delivery(message.body, message.exchange, message.routing_key, handle)
+            refused = (
+                None
+                if message.refused_size is None
+                else f"body of {message.refused_size} bytes is over {config.max_body}"
+            )
+            delivery = Delivery(message.body, message.exchange, message.routing_key, handle, refused)
             try:
                 # The stream holds more than the prefetch window, so this never waits and the
                 # deliveries keep the broker's order (which the multiple-ack relies on).
@@ -261,50 +195,130 @@ class AmqpSource:
                 await deliveries.send(delivery)
 
         async def set_up(opened: ConsumerConnection) -> None:
-            nonlocal connection, started, delay
+            nonlocal connection, consuming, started, startup_error
             # Before consume: deliveries can come in the same read as its reply, ahead of the lines
             # below, and each names the connection its ack goes to.
             connection = opened
-            await opened.qos(config.prefetch)
-            await opened.declare_queue(config.queue_name, config.queue_arguments())
-            if started:
-                # A reconnect: bind what is there now; anything gone joins the missing.
+            if config.require_exchanges and not started:
                 try:
-                    present, missing = await probe_exchanges(config.url, [*self.bound, *self.missing])
+                    await self._check_exchanges(opened)
                 except CollectorError as exc:
-                    raise AmqpClosed(str(exc)) from None
-                self._set_missing(missing)
-            else:
-                present = self._present or []
-            for exchange in present:
-                await self._bind(opened, exchange)
+                    startup_error = exc
+                    raise AmqpClosed(str(exc), 404) from None
+            await opened.qos(config.prefetch)
+            for exchange in config.exchanges:
+                await opened.declare_exchange(exchange, durable=config.durable_exchanges)
+            await opened.declare_queue(config.queue_name, config.queue_arguments())
+            for exchange in config.exchanges:
+                for topic in config.topics:
+                    await opened.bind(config.queue_name, exchange, topic)
+            self.bound = list(config.exchanges)
             await opened.consume(config.queue_name, f"tally-collector-{os.getpid()}")
             self._connection = opened
-            delay = BACKOFF_MIN_S
+            self._consuming.set()
+            self.problem = None
+            consuming = True
+            _metrics.CONNECTED.set(1)
             log.info(
-                "collector: consuming queue=%s type=%s prefetch=%d exchanges=%s",
+                "collector: consuming queue=%s type=%s prefetch=%d broker=%s exchanges=%s durable=%s",
                 config.queue_name,
                 config.queue_type,
                 config.prefetch,
+                opened.where,
                 ",".join(self.bound),
+                str(config.durable_exchanges).lower(),
             )
             if not started:
                 started = True
-                tg.start_soon(self._bind_missing_later)
-                tg.start_soon(self._refresh_queue_statistics)
                 task_status.started()
 
+        attempt = 0
+        host = 0
+        said_at = -REPEAT_LOG_S
         async with anyio.create_task_group() as tg:
+            tg.start_soon(self._refresh_queue_statistics)
             while True:
-                ended = await run_consumer(
-                    address, connection_name=name, on_delivery=hand_over, on_ready=set_up
+                consuming = False
+                ended, host = await run_consumer(
+                    self.address,
+                    connection_name=name,
+                    on_delivery=hand_over,
+                    on_ready=set_up,
+                    max_body=config.max_body,
+                    first_host=host,
                 )
                 self._connection = None
+                if self._consuming.is_set():
+                    self._consuming = anyio.Event()
+                _metrics.CONNECTED.set(0)
+                # A refusal counts only while setting up: once consuming, whatever closes the channel
+                # (an ack the broker did not expect, say) is an outage like any other.
+                refused = is_refusal(ended) and not consuming
                 if not started:
-                    break
-                _metrics.CONNECTIONS_LOST.inc()
-                log.warning("collector: connection ended, connecting again in %.0f s error=%s", delay, ended)
+                    if startup_error is not None:
+                        raise startup_error
+                    if refused:
+                        raise CollectorError(_refusal_message(config, ended))
+                    started = True
+                    task_status.started()
+                if consuming:
+                    _metrics.CONNECTIONS_LOST.inc()
+                    attempt = 0
+                    # The member that failed goes last: the next attempt starts at the next one.
+                    host = (host + 1) % len(self.address.hosts)
+                problem = _refusal_message(config, ended) if refused else f"broker unavailable: {ended}"
+                delay = reconnect_delay(attempt, refused=refused, rng=self._rng)
+                attempt += 1
+                # Said when it changes and then once a minute: an outage is one line a minute, not
+                # one per attempt.
+                now = anyio.current_time()
+                if problem != self.problem or now - said_at >= REPEAT_LOG_S:
+                    log.warning(
+                        "collector: not consuming (attempt %d), connecting again in %.2f s: %s",
+                        attempt,
+                        delay,
+                        problem,
+                    )
+                    said_at = now
+                self.problem = problem
                 await anyio.sleep(delay)
-                delay = min(BACKOFF_MAX_S, delay * 2)
-        # Raised here, outside the task group, so that the caller sees the error itself.
-        raise CollectorError(f"cannot consume from the AMQP broker at {redact_url(config.url)}: {ended}")
+
+
+def _refusal_message(config: AmqpConfig, error: AmqpClosed) -> str:
+    """The broker's refusal with the setting to look at."""
+    where = redact_url(config.url)
+    if error.reply_code == 406:
+        return (
+            f"the broker at {where} refused a declaration ({error}); an exchange of the services exists "
+            "with another durability: set TALLY_OSC_DURABLE_EXCHANGES to the cloud's amqp_durable_queues, "
+            "or the queue exists with another TALLY_OSC_QUEUE_TYPE"
+        )
+    if error.reply_code == 530:
+        return f"the broker at {where} refused the vhost ({error}); does it exist, may the user use it?"
+    return f"the broker at {where} refused the collector ({error}); check the user, password and permissions"
+
+
+async def queue_statistics(url: str, queue_name: str) -> tuple[int, int] | None:
+    """(messages ready, consumers) of a queue, from a passive declare on a connection of its own;
+    None when the queue is not there. ``CollectorError`` when the broker cannot be asked."""
+    try:
+        address = AmqpAddress.parse(url)
+    except AmqpUrlInvalid as exc:
+        raise CollectorError(f"{redact_url(url)}: {exc}") from None
+    found: list[tuple[int, int]] = []
+
+    async def ask(connection: ConsumerConnection) -> None:
+        found.append(await connection.declare_queue(queue_name, None, passive=True))
+        raise AmqpClosed("answered")
+
+    async def unused(_: Delivered) -> None:
+        raise AssertionError("no consumer on this connection")
+
+    ended, _host = await run_consumer(
+        address, connection_name="tally queue statistics", on_delivery=unused, on_ready=ask, max_body=0
+    )
+    if found:
+        return found[0]
+    if ended.reply_code == 404:
+        return None
+    raise CollectorError(f"cannot read the queue {queue_name} on {redact_url(url)}: {ended}")

@@ -26,7 +26,7 @@ from tally.outbox import Outbox
 from . import _metrics
 from ._delivery import Delivery, Source
 from ._mapping import map_notification
-from ._outcome import Mapped, Skipped
+from ._outcome import Mapped, Skipped, Unparseable
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +60,25 @@ class Consumer:
         # Counted once per type and group: a labelled counter's lookup costs more than the increment.
         received: Counter[str] = Counter()
         for delivery in batch:
-            outcome = map_notification(delivery.body, cloud=self._cloud)
+            outcome = (
+                map_notification(delivery.body, cloud=self._cloud)
+                if delivery.oversized is None
+                else Unparseable("oversized", delivery.oversized)
+            )
             if isinstance(outcome, Mapped):
                 received[outcome.oslo_event_type] += 1
                 rows.append((outcome.event_id, outcome.text))
+                if not outcome.event["project_id"]:
+                    # Sent all the same: the Reporting API refuses it and keeps it as a dead letter
+                    # (the item whole, with the reason), where an operator can see and replay it.
+                    _metrics.OWNER_MISSING.labels(outcome.oslo_event_type).inc()
+                    log.warning(
+                        "collector: no owner in payload or context, the API will dead-letter it "
+                        "event_type=%s resource_id=%s message_id=%s",
+                        outcome.oslo_event_type,
+                        outcome.event["resource_id"],
+                        outcome.event_id,
+                    )
             elif isinstance(outcome, Skipped):
                 received[outcome.event_type] += 1
                 _metrics.SKIPPED.labels(outcome.event_type, outcome.reason).inc()

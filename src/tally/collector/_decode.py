@@ -142,7 +142,27 @@ def decode_body(body: bytes | str | Mapping[str, Any]) -> DecodeOutcome:
             event_type=event_type,
             timestamp=timestamp,
             payload=payload,
-            context_project_id=_text(message.get("_context_project_id")),
-            context_tenant_id=_text(message.get("_context_tenant_id")),
+            context_owner=context_owner(message),
         )
     )
+
+
+_CONTEXT_OWNER_KEYS = ("project_id", "tenant_id", "project", "tenant")
+
+
+def context_owner(message: Mapping[str, Any]) -> str:
+    """The project of the request context: the flattened ``_context_<key>`` members oslo writes
+    (``project_id``, ``tenant_id``, and older releases' ``project`` / ``tenant``), else the same
+    keys of a context sent as a plain dict (``context`` or ``_context``); "" when none names it."""
+    for key in _CONTEXT_OWNER_KEYS:
+        value = _text(message.get(f"_context_{key}"))
+        if value:
+            return value
+    for name in ("_context", "context"):
+        nested = message.get(name)
+        if isinstance(nested, dict):
+            for key in _CONTEXT_OWNER_KEYS:
+                value = _text(nested.get(key))
+                if value:
+                    return value
+    return ""

@@ -2,7 +2,10 @@
 
 The dump consumes from a private, exclusive, auto-deleted queue bound like the
 collector's, so looking at the traffic never takes a notification away from
-the collector's durable queue.
+the collector's durable queue. It never declares the services' exchanges: it shows
+what exists. It runs on aio-pika, not on the collector's lean client, because it
+prints the message properties the lean client does not read; it is a person's
+look at the traffic, off the consuming path.
 """
 
 from __future__ import annotations
@@ -10,15 +13,17 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import aio_pika
+import aio_pika.exceptions
 import anyio
 from aio_pika.abc import AbstractIncomingMessage
 
-from ._amqp import AmqpConfig, probe_exchanges, redact_url
+from ._amqp import AmqpConfig
 from ._errors import CollectorError
+from ._url import AmqpAddress, redact_url
 
 _SECRET_KEY = re.compile(r"token|password|passwd|secret|credential|auth|service_catalog", re.IGNORECASE)
 REDACTED = "***"
@@ -54,13 +59,56 @@ def render_delivery(exchange: str, routing_key: str, properties: dict[str, Any],
     )
 
 
+async def _connect(config: AmqpConfig) -> aio_pika.abc.AbstractConnection:
+    """The first member of the URL's cluster that answers, over aio-pika (which reads properties)."""
+    address: AmqpAddress = config.address()
+    errors: list[str] = []
+    for host in address.hosts:
+        try:
+            return await aio_pika.connect(
+                host=host.host,
+                port=host.port,
+                login=host.username,
+                password=host.password,
+                virtualhost=address.vhost,
+                ssl=address.tls,
+                ssl_context=address.ssl_context(),
+                timeout=address.connect_timeout_s,
+            )
+        except (OSError, TimeoutError, aio_pika.exceptions.AMQPError) as exc:
+            errors.append(f"{host.where}: {exc}")
+    raise CollectorError(
+        f"cannot connect to the AMQP broker at {redact_url(config.url)}: {'; '.join(errors)}"
+    )
+
+
+async def _probe(
+    connection: aio_pika.abc.AbstractConnection, names: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """Passively declare each exchange; (present, missing)."""
+    present: list[str] = []
+    missing: list[str] = []
+    for name in names:
+        channel = await connection.channel()
+        try:
+            await channel.declare_exchange(name, passive=True)
+            present.append(name)
+        except aio_pika.exceptions.ChannelClosed:
+            missing.append(name)
+        finally:
+            if not channel.is_closed:
+                await channel.close()
+    return present, missing
+
+
 async def run_dump(config: AmqpConfig, write: Callable[[str], None], *, count: int | None = None) -> int:
-    present, missing = await probe_exchanges(config.url, config.exchanges)
+    connection = await _connect(config)
+    present, missing = await _probe(connection, config.exchanges)
     if not present:
+        await connection.close()
         raise CollectorError(
             f"none of the exchanges {', '.join(config.exchanges)} exist on {redact_url(config.url)}"
         )
-    connection = await aio_pika.connect(config.url)
     seen = 0
     done = anyio.Event()
     try:

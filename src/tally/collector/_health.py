@@ -1,4 +1,5 @@
-"""The standalone collector's HTTP surface: ``/healthz`` (turns 503 when delivery stalls) and ``/metrics``.
+"""The standalone collector's HTTP surface: ``/healthz`` (turns 503 when delivery stalls), ``/readyz``
+(503 with the reason while it cannot consume from the broker) and ``/metrics``.
 
 The daemon's health blueprint answers ``/healthz`` for a live process; the
 collector's answer says more: it is unhealthy once rows waited
@@ -23,6 +24,13 @@ def create_health_app(collector: Collector, *, metrics_enabled: bool = True) -> 
     async def healthz() -> tuple[dict[str, Any], int]:
         health = collector.health()
         return health.to_json(), 200 if health.healthy else 503
+
+    @app.get("/readyz")
+    async def readyz() -> tuple[dict[str, Any], int]:
+        problem = collector.broker_problem()
+        if problem is None:
+            return {"status": "ready"}, 200
+        return {"status": "not ready", "detail": problem}, 503
 
     @app.get("/metrics")
     async def metrics() -> Response:

@@ -277,7 +277,7 @@ def map_decoded(notification: Notification, *, cloud: str) -> MapOutcome:
     # Decoded JSON holds dicts; checking for dict rather than the Mapping ABC is a hot-path saving.
     payload: Payload = notification.payload if isinstance(notification.payload, dict) else {}
     resource_id = rule.resource_id(payload)
-    project_id = rule.project_id(payload) or notification.context_project_id or notification.context_tenant_id
+    project_id = rule.project_id(payload) or notification.context_owner
     event_payload: dict[str, Any] = {}
     if rule.state is not None:
         event_payload["state"] = rule.state(payload)

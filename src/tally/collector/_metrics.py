@@ -1,18 +1,46 @@
-"""The collector's metrics, defined once on the default registry."""
+"""The collector's metrics, defined once on the default registry.
+
+The bus carries whatever oslo event types the cloud's services emit, so
+``RECEIVED`` and ``SKIPPED`` label an oslo event type only when the mapping table
+names it (mapped or skipped on purpose); every other type is ``other``. The
+reasons are the collector's own, a fixed set.
+"""
 
 from __future__ import annotations
 
 from prometheus_client import Counter, Gauge
 
-RECEIVED = Counter(
-    "tally_collector_received_total",
-    "Readable notifications taken from the bus, by oslo event type.",
-    ["event_type"],
+from tally.core import bounded
+
+from ._mapping import RULES, SKIP_REASONS
+
+KNOWN_OSLO_TYPES = frozenset(RULES) | frozenset(SKIP_REASONS)
+
+
+class _ByOsloType:
+    """A counter whose first label is an oslo event type, bounded to ``KNOWN_OSLO_TYPES``."""
+
+    def __init__(self, counter: Counter) -> None:
+        self._counter = counter
+
+    def labels(self, event_type: str, *rest: str) -> Counter:
+        return self._counter.labels(bounded(event_type, KNOWN_OSLO_TYPES), *rest)
+
+
+RECEIVED = _ByOsloType(
+    Counter(
+        "tally_collector_received_total",
+        "Readable notifications taken from the bus, by oslo event type (other: not in the mapping table).",
+        ["event_type"],
+    )
 )
-SKIPPED = Counter(
-    "tally_collector_skipped_total",
-    "Notifications acked without booking anything, by oslo event type and reason.",
-    ["event_type", "reason"],
+SKIPPED = _ByOsloType(
+    Counter(
+        "tally_collector_skipped_total",
+        "Notifications acked without booking anything, by oslo event type (other: not in the mapping "
+        "table) and reason.",
+        ["event_type", "reason"],
+    )
 )
 UNPARSEABLE = Counter(
     "tally_collector_unparseable_total", "Bodies acked that could not be read, by reason.", ["reason"]
@@ -37,7 +65,13 @@ QUEUE_MESSAGES = Gauge(
 QUEUE_CONSUMERS = Gauge(
     "tally_collector_queue_consumers", "Consumers of the collector's queue, as the passive declare reports."
 )
-EXCHANGES_MISSING = Gauge(
-    "tally_collector_exchanges_missing",
-    "Configured exchanges not found on the broker (retried with backoff).",
+OWNER_MISSING = Counter(
+    "tally_collector_owner_missing_total",
+    "Events sent without a project (none in the payload or the request context): the Reporting API "
+    "refuses them into its dead letters. By oslo event type.",
+    ["event_type"],
+)
+CONNECTED = Gauge(
+    "tally_collector_connected",
+    "1 while the collector consumes from the broker, 0 while it connects again (the log says why).",
 )

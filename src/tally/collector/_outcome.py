@@ -25,8 +25,8 @@ class Notification:
     event_type: str
     timestamp: datetime
     payload: Any
-    context_project_id: str
-    context_tenant_id: str
+    # The request context's project, when the payload names no owner (see ``_decode.context_owner``).
+    context_owner: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,7 @@ def amqp_config(settings: Settings) -> AmqpConfig | None:
         queue_type=settings.osc_queue_type,
         prefetch=settings.osc_prefetch,
         require_exchanges=settings.osc_require_exchanges,
+        durable_exchanges=settings.osc_durable_exchanges,
     )
 
 
@@ -101,6 +102,13 @@ class Collector:
             in_hand=sum(c.in_hand for c in self._consumers),
             outbox_depth=self.outbox.depth if self.outbox is not None else 0,
         )
+
+    def broker_problem(self) -> str | None:
+        """Why the collector does not consume from the broker now (the reason its log gives), or
+        None while it does (and always with the in-process bus alone)."""
+        if self._source is None:
+            return None if self.amqp is None else "starting"
+        return self._source.problem
 
     def health(self) -> Health:
         threshold = self.settings.osc_unhealthy_threshold_s
@@ -174,10 +182,8 @@ class Collector:
 
     async def serve(self, *, task_status: TaskStatus[Collector] = anyio.TASK_STATUS_IGNORED) -> NoReturn:
         settings = self.settings
+        # Before anything else runs, so a bad URL is one plain error, not a task group's.
         self._source = AmqpSource(self.amqp) if self.amqp is not None else None
-        if self._source is not None:
-            # Before anything else runs, so a bad configuration is one plain error, not a task group's.
-            await self._source.preflight()
         async with open_outbox(settings.outbox_path) as outbox, anyio.create_task_group() as tg:
             self.outbox = outbox
             self.sender = Sender(

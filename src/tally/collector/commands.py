@@ -1,4 +1,5 @@
-"""``tally collector``: run the collector standalone, dump deliveries, or map captured bodies."""
+"""``tally collector``: run the collector standalone, dump deliveries, map captured bodies, or list and
+replay the dead letters."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tally.config import ConfigError, Settings, load_settings
 from tally.http import serve_quart
 from tally.outbox import EventSink, HttpSink, IngestSink, SinkConfigError
 
+from . import _dead_letter_commands
 from ._amqp import redact_url
 from ._dump import run_dump
 from ._errors import CollectorError
@@ -51,6 +53,7 @@ def register(subparsers: Any) -> None:
     mapper.add_argument("files", nargs="+", type=Path, metavar="FILE")
     mapper.add_argument("--cloud", default=None, help="the cloud to stamp (default TALLY_OSC_CLOUD)")
     mapper.set_defaults(handler=map_command)
+    _dead_letter_commands.register(sub)
 
 
 def _bodies(path: Path) -> Iterator[tuple[str, Any]]:
@@ -149,10 +152,11 @@ async def run_collector_command(args: argparse.Namespace) -> int:
             async with anyio.create_task_group() as tg:
                 await tg.start(collector.serve)
                 app = create_health_app(collector, metrics_enabled=settings.metrics_enabled)
-                port = await tg.start(serve_quart, app, "0.0.0.0", settings.osc_http_port)
+                port = await tg.start(serve_quart, app, settings.osc_http_addr, settings.osc_http_port)
                 log.info(
-                    "collector: running amqp=%s http_port=%d outbox=%s",
+                    "collector: running amqp=%s http=%s:%d outbox=%s",
                     redact_url(settings.osc_amqp_url.get_secret_value()) if settings.osc_amqp_url else "-",
+                    settings.osc_http_addr,
                     port,
                     settings.outbox_path,
                 )

@@ -32,6 +32,7 @@ class Settings(BaseSettings):
     reporting_http_port: int = Field(8080, ge=0, le=65535)
     reporting_db_url: SecretStr | None = None
     reporting_db_max_conns: int = Field(10, ge=1, le=1000)
+    reporting_db_start_timeout_s: int = Field(300, ge=0, le=86400)
     reporting_migrate_on_start: bool = True
     reporting_auth_mode: Literal["enforced", "disabled"] = "enforced"
     reporting_internal_token: SecretStr | None = None
@@ -48,16 +49,18 @@ class Settings(BaseSettings):
 
     # -- collector (oslo notifications) ---------------------------------------------------------------
     osc_amqp_url: SecretStr | None = None
-    osc_exchanges: str = "nova,neutron,openstack,glance"
+    osc_exchanges: str = "nova,neutron,openstack,glance,octavia"
     osc_topics: str = "notifications.info"
     osc_queue_name: str = "tally-notifications"
     osc_queue_type: Literal["classic", "quorum"] = "classic"
     osc_require_exchanges: bool = False
+    osc_durable_exchanges: bool = False
     osc_cloud: str = "os-sim"
     osc_reporting_url: str | None = None
     osc_reporting_insecure: bool = False
     osc_token: SecretStr | None = None
     osc_buffer_path: Path | None = None
+    osc_http_addr: str = "127.0.0.1"
     osc_http_port: int = Field(9090, ge=0, le=65535)
     osc_batch_max: int = Field(500, ge=1, le=1000)
     osc_flush_interval_s: float = Field(5.0, gt=0, le=3600)

@@ -35,6 +35,11 @@ from ._fold import sorted_events as sorted_events
 from ._fold import step as step
 from ._ids import deterministic_event_id as deterministic_event_id
 from ._ids import synthetic_event_id as synthetic_event_id
+from ._labels import KNOWN_EVENT_TYPES as KNOWN_EVENT_TYPES
+from ._labels import KNOWN_STATES as KNOWN_STATES
+from ._labels import MAPPED_EVENT_TYPES as MAPPED_EVENT_TYPES
+from ._labels import OTHER as OTHER
+from ._labels import bounded as bounded
 from ._time import INSTANT_EDGE_PATTERN as INSTANT_EDGE_PATTERN
 from ._time import ONE_MICROSECOND as ONE_MICROSECOND
 from ._time import InstantError as InstantError
@@ -42,41 +47,66 @@ from ._time import as_utc as as_utc
 from ._time import format_instant as format_instant
 from ._time import parse_instant as parse_instant
 from ._time import utc_now as utc_now
+from ._usage import PRICING_MEMBERS as PRICING_MEMBERS
+from ._usage import USAGE_GROUPS as USAGE_GROUPS
+from ._usage import GroupKey as GroupKey
+from ._usage import UsageLine as UsageLine
+from ._usage import UsageWindow as UsageWindow
+from ._usage import add_group_usage as add_group_usage
+from ._usage import interval_usage as interval_usage
+from ._usage import numeric_members as numeric_members
+from ._usage import resource_usage as resource_usage
+from ._usage import seconds_text as seconds_text
 
 __all__ = [
     "DELETED",
     "EVENT_TYPE_PATTERN",
     "HISTORY_STARTS_WITHOUT_CREATE",
     "INSTANT_EDGE_PATTERN",
+    "KNOWN_EVENT_TYPES",
+    "KNOWN_STATES",
+    "MAPPED_EVENT_TYPES",
     "MAX_EVENT_ID",
     "MAX_EVENT_TYPE",
     "MAX_TEXT",
     "MEMBERS",
     "ONE_MICROSECOND",
+    "OTHER",
+    "PRICING_MEMBERS",
     "RESERVED_PLATFORMS",
     "SOURCES",
+    "USAGE_GROUPS",
     "Category",
     "Event",
     "EventInvalid",
+    "GroupKey",
     "InstantError",
     "Interval",
     "Lifecycle",
     "ResourceKey",
     "ResourceRow",
     "StoredEvent",
+    "UsageLine",
+    "UsageWindow",
+    "add_group_usage",
     "advance",
     "as_utc",
+    "bounded",
     "category_of",
     "deterministic_event_id",
     "fold_order",
     "format_instant",
+    "interval_usage",
     "lifecycle",
     "may_hold_wide_integer",
     "needs_replay",
+    "numeric_members",
     "parse_event",
     "parse_instant",
     "project",
     "project_at",
+    "resource_usage",
+    "seconds_text",
     "sorted_events",
     "step",
     "synthetic_event_id",

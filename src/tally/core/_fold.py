@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from ._event import Category, ResourceKey, StoredEvent, category_of
+from ._time import format_instant
 
 HISTORY_STARTS_WITHOUT_CREATE = "history_starts_without_create"
 DELETED = "deleted"
@@ -69,6 +70,25 @@ class ResourceRow:
     @property
     def is_live(self) -> bool:
         return self.deleted_at is None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON object of this row, as the API answers it."""
+        created_at, deleted_at = self.created_at, self.deleted_at
+        return {
+            "cloud": self.key.cloud,
+            "platform": self.platform,
+            "resource_type": self.key.resource_type,
+            "resource_id": self.key.resource_id,
+            "project_id": self.project_id,
+            "state": self.state,
+            "size": dict(self.size),
+            "created_at": None if created_at is None else format_instant(created_at),
+            "deleted_at": None if deleted_at is None else format_instant(deleted_at),
+            "first_event_at": format_instant(self.first_event_at),
+            "last_event_type": self.last_event_type,
+            "last_event_at": format_instant(self.last_event_at),
+            "last_payload": dict(self.last_payload),
+        }
 
 
 def sorted_events(events: Iterable[StoredEvent]) -> list[StoredEvent]:

@@ -1,12 +1,14 @@
 """The backbone: the store and what every actor after it shares (the ingest pipeline, the sync service).
 
 It is one ``tally.actors.Resource`` named ``store``, first in the tree: it opens the store, applies
-pending migrations when ``TALLY_REPORTING_MIGRATE_ON_START`` is on, and builds the one
+pending migrations when ``TALLY_REPORTING_MIGRATE_ON_START`` is on (asking systemd for more start
+time meanwhile, since a long migration must not be killed by the unit's start timeout), and builds the one
 ``IngestPipeline`` that the Reporting API, the collector's in-process sink and the reconciliation all
 write through, and the ``SyncService`` of the configured clouds. Building them here, once the store is
 open, keeps one instance of each for the life of the store.
 
-Its readiness checks: ``store`` (the database answers) and ``schema`` (not behind this build's
+Its readiness checks: ``store`` (the database answers; failing longer than
+``TALLY_REPORTING_UNHEALTHY_THRESHOLD_S`` also turns ``/healthz`` 503) and ``schema`` (not behind this build's
 migrations; with migrations off, ``/readyz`` stays 503 until an operator runs ``tally migrate up``).
 """
 
@@ -18,11 +20,15 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import anyio
+
 from tally.actors import Resource
 from tally.config import Settings
 from tally.http import CheckResult, Readiness
 from tally.ingest import IngestPipeline
 from tally.store import Store, open_store
+
+from ._notify import Notifier
 
 if TYPE_CHECKING:
     from tally.reconcile import SyncService
@@ -44,11 +50,16 @@ def _dialect(settings: Settings) -> str:
 
 
 @asynccontextmanager
-async def open_backbone(settings: Settings) -> AsyncIterator[Backbone]:
+async def open_backbone(settings: Settings, notifier: Notifier | None = None) -> AsyncIterator[Backbone]:
     """Open the store (migrated when configured) and build the shared pipeline and sync service."""
     async with open_store(settings.store_url, max_conns=settings.reporting_db_max_conns) as store:
         if settings.reporting_migrate_on_start:
-            applied = await store.migrate_up()
+            async with anyio.create_task_group() as tg:
+                if notifier is not None:
+                    notifier.notify("STATUS=applying migrations")
+                    tg.start_soon(notifier.keep_extending_start)
+                applied = await store.migrate_up()
+                tg.cancel_scope.cancel()
             status = await store.schema_status()
             log.info(
                 "store open dialect=%s schema_version=%d migrations_applied=%d",
@@ -71,12 +82,15 @@ async def open_backbone(settings: Settings) -> AsyncIterator[Backbone]:
             from tally.reconcile import SyncService
 
             sync = SyncService.from_settings(settings, store=store, pipeline=pipeline)
+            await sync.restore_last_completed()
         yield Backbone(store, pipeline, sync)
 
 
-def backbone_resource(settings: Settings, readiness: Readiness) -> Resource[Backbone]:
+def backbone_resource(
+    settings: Settings, readiness: Readiness, notifier: Notifier | None = None
+) -> Resource[Backbone]:
     """The ``store`` child, with its ``store`` and ``schema`` readiness checks registered."""
-    backbone: Resource[Backbone] = Resource("store", lambda: open_backbone(settings))
+    backbone: Resource[Backbone] = Resource("store", lambda: open_backbone(settings, notifier))
     dialect = _dialect(settings)
 
     async def store_answers() -> CheckResult:
@@ -111,7 +125,7 @@ def backbone_resource(settings: Settings, readiness: Readiness) -> Resource[Back
         clouds = await sync.readiness_check()
         return CheckResult(clouds.ready, clouds.detail)
 
-    readiness.register("store", store_answers)
+    readiness.register("store", store_answers, unhealthy_after_s=settings.reporting_unhealthy_threshold_s)
     readiness.register("schema", schema_current)
     if settings.reporting_clouds_config is not None:
         readiness.register("clouds", clouds_config)

@@ -6,7 +6,8 @@ post to. On stop it takes no more deliveries (unacked ones go back to the queue)
 what is left of the grace to deliver what the outbox committed; what is still there waits in the
 outbox for the next start.
 
-Its readiness check ``collector`` is the collector's own health: unhealthy once rows waited
+Its readiness check ``collector`` fails while the collector cannot consume from the broker, with
+the reason (the broker unreachable, a refused login or vhost), and once rows waited
 ``TALLY_OSC_UNHEALTHY_THRESHOLD_S`` without an accepted batch.
 """
 
@@ -38,6 +39,22 @@ def http_sink_problem(settings: Settings) -> str | None:
     try:
         HttpSink(settings.osc_reporting_url, None, insecure=settings.osc_reporting_insecure)
     except SinkConfigError as exc:
+        return str(exc)
+    return None
+
+
+def amqp_url_problem(settings: Settings) -> str | None:
+    """What is wrong with ``TALLY_OSC_AMQP_URL`` (syntax, TLS files), or None; checked before anything
+    starts. What only the broker can say (login, vhost, permissions) fails the actor instead."""
+    from tally.collector import CollectorError
+    from tally.collector._service import amqp_config
+
+    config = amqp_config(settings)
+    if config is None:
+        return None
+    try:
+        config.address()
+    except CollectorError as exc:
         return str(exc)
     return None
 
@@ -87,6 +104,10 @@ def collector_child(
         if not running:
             return CheckResult(False, "the collector is not running")
         health = running[0].health()
+        problem = running[0].broker_problem()
+        if problem is not None:
+            # Not ready while it cannot consume; the outbox still delivers what it holds.
+            return CheckResult(False, problem)
         detail = health.detail or f"outbox_depth={health.depth}"
         return CheckResult(health.healthy, detail)
 

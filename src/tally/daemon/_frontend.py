@@ -10,6 +10,7 @@ it while draining. Requests in flight get the graceful timeout to finish.
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable
 
 import anyio
@@ -25,17 +26,30 @@ log = logging.getLogger(__name__)
 
 
 def http_front_end(
-    make_app: Callable[[], Quart], host: str, port: int, *, graceful_timeout_s: float
+    make_app: Callable[[], Quart],
+    host: str,
+    port: int,
+    *,
+    graceful_timeout_s: float,
+    sock: socket.socket | None = None,
 ) -> ChildSpec:
-    """A supervisor child named ``http`` serving the app ``make_app()`` builds on ``host:port``."""
+    """A supervisor child named ``http`` serving the app ``make_app()`` builds on ``host:port``: on
+    ``sock`` (already listening there) the first time, which it then closes, so that a restart can
+    bind the port again on a socket of its own."""
+    handed = [sock] if sock is not None else []
 
     async def run(ctx: ActorContext) -> None:
         app = make_app()
-        async with anyio.create_task_group() as tg:
-            await tg.start(_serve, app, host, port, graceful_timeout_s)
-            ctx.started()
-            await ctx.wait_stopping()
-            tg.cancel_scope.cancel()
+        first = handed.pop() if handed else None
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(_serve, app, host, port, graceful_timeout_s, first)
+                ctx.started()
+                await ctx.wait_stopping()
+                tg.cancel_scope.cancel()
+        finally:
+            if first is not None:
+                first.close()
 
     return ChildSpec("http", run)
 
@@ -58,6 +72,14 @@ def reporting_app(settings: Settings, readiness: Readiness, backbone: Backbone) 
 
 
 async def _serve(
-    app: Quart, host: str, port: int, graceful_timeout_s: float, *, task_status: anyio.abc.TaskStatus[int]
+    app: Quart,
+    host: str,
+    port: int,
+    graceful_timeout_s: float,
+    sock: socket.socket | None,
+    *,
+    task_status: anyio.abc.TaskStatus[int],
 ) -> None:
-    await serve_quart(app, host, port, graceful_timeout_s=graceful_timeout_s, task_status=task_status)
+    await serve_quart(
+        app, host, port, graceful_timeout_s=graceful_timeout_s, sock=sock, task_status=task_status
+    )

@@ -3,7 +3,9 @@
 The protocol is one datagram per message to the unix socket named by ``NOTIFY_SOCKET`` (a leading
 ``@`` names an abstract socket). With no ``NOTIFY_SOCKET`` every call is a no-op, so the daemon runs
 the same under systemd, in a container or in a terminal. ``WATCHDOG_USEC`` asks for ``WATCHDOG=1``
-pings; we send them at half that interval, as sd_watchdog_enabled(3) advises.
+pings; we send them at half that interval, as sd_watchdog_enabled(3) advises. Work that may outlast
+the unit's start timeout (migrations, waiting for the store) runs beside ``keep_extending_start``,
+which asks for ``EXTEND_TIMEOUT_USEC`` more time until it is cancelled.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from collections.abc import Mapping
 import anyio
 
 log = logging.getLogger(__name__)
+
+# How much more start time each EXTEND_TIMEOUT_USEC asks for; asked again well before it runs out.
+EXTEND_WINDOW_S = 30.0
 
 
 class Notifier:
@@ -60,3 +65,11 @@ class Notifier:
         while True:
             self.notify("WATCHDOG=1")
             await anyio.sleep(interval)
+
+    async def keep_extending_start(self, window_s: float = EXTEND_WINDOW_S) -> None:
+        """Ask for ``window_s`` more start time every third of it until cancelled (sd_notify(3))."""
+        if self.address is None:
+            return
+        while True:
+            self.notify(f"EXTEND_TIMEOUT_USEC={int(window_s * 1_000_000)}")
+            await anyio.sleep(window_s / 3)

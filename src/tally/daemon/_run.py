@@ -2,14 +2,16 @@
 
 Exit codes: 0 after a drain on SIGTERM/SIGINT; 1 when the supervisor gave up (restart intensity
 exceeded) or a second signal forced the stop; 2 when the settings were refused before anything
-started (``_preflight``). A non-zero exit is the signal for systemd
-(``Restart=on-failure``) or the container runtime to start a fresh process.
+started (``_preflight``), or the store refused the login or stayed away past its bound
+(``_startup``). A non-zero exit is the signal for systemd (``Restart=on-failure``) or the container
+runtime to start a fresh process.
 """
 
 from __future__ import annotations
 
 import logging
 import signal
+import socket
 import sys
 
 import anyio
@@ -17,10 +19,12 @@ import anyio
 from tally.actors import Supervisor, SupervisorGaveUp
 from tally.config import Settings
 from tally.http import CheckResult, Readiness
+from tally.store import dialect_of
 
 from ._notify import Notifier
 from ._preflight import refusal, warn_about
-from ._tree import build_tree
+from ._startup import StoreWait, wait_for_store
+from ._tree import build_tree, needs_store
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +38,23 @@ async def run_daemon(settings: Settings, *, notifier: Notifier | None = None) ->
     warn_about(settings)
     notifier = notifier or Notifier.from_environ()
     settings.state_dir.mkdir(parents=True, exist_ok=True)
+    waited = await wait_for_store(settings, notifier) if needs_store(settings) else StoreWait(None)
+    if waited.problem is not None:
+        log.error("tally not starting: %s", waited.problem)
+        print(f"tally: {waited.problem}", file=sys.stderr)
+        return 2
+    try:
+        return await _run_tree(settings, notifier, waited.sock)
+    finally:
+        if waited.sock is not None:
+            waited.sock.close()
+
+
+async def _run_tree(settings: Settings, notifier: Notifier, sock: socket.socket | None) -> int:
     readiness = Readiness()
-    supervisor = Supervisor(build_tree(settings, readiness), shutdown_grace_s=settings.shutdown_grace_s)
+    supervisor = Supervisor(
+        build_tree(settings, readiness, notifier, listening=sock), shutdown_grace_s=settings.shutdown_grace_s
+    )
 
     async def actors_started() -> CheckResult:
         state = supervisor.statistics().state.value
@@ -71,7 +90,7 @@ async def run_daemon(settings: Settings, *, notifier: Notifier | None = None) ->
 
     log.info(
         "tally starting store=%s http=%s:%d state_dir=%s actors=%s",
-        "postgresql" if settings.reporting_db_url else "sqlite",
+        dialect_of(settings.store_url),
         settings.reporting_http_addr,
         settings.reporting_http_port,
         settings.state_dir,

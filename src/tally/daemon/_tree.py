@@ -21,6 +21,8 @@ by the backbone, ``collector`` by the collector, ``actors`` by ``run_daemon``.
 
 from __future__ import annotations
 
+import socket
+
 import anyio
 from quart import Quart
 
@@ -32,6 +34,7 @@ from tally.ingest import IngestPipeline, keep_current_resources_fresh
 from ._backbone import Backbone, backbone_resource
 from ._collector import collector_child
 from ._frontend import health_app, http_front_end, reporting_app
+from ._notify import Notifier
 
 
 def needs_store(settings: Settings) -> bool:
@@ -40,12 +43,19 @@ def needs_store(settings: Settings) -> bool:
     return settings.reporting_enabled or in_process_sink or settings.reporting_clouds_config is not None
 
 
-def build_tree(settings: Settings, readiness: Readiness) -> list[ChildSpec]:
-    """The supervisor's children for ``settings``, in start order."""
+def build_tree(
+    settings: Settings,
+    readiness: Readiness,
+    notifier: Notifier | None = None,
+    *,
+    listening: socket.socket | None = None,
+) -> list[ChildSpec]:
+    """The supervisor's children for ``settings``, in start order (``notifier`` hears the migrations;
+    the front end first serves on ``listening`` when the start handed it a socket)."""
     children: list[ChildSpec] = []
     backbone: Resource[Backbone] | None = None
     if needs_store(settings):
-        backbone = backbone_resource(settings, readiness)
+        backbone = backbone_resource(settings, readiness, notifier or Notifier(None))
         children.append(backbone.child())
         if settings.metrics_enabled:
             children.append(_current_resources(settings, backbone))
@@ -61,6 +71,7 @@ def build_tree(settings: Settings, readiness: Readiness) -> list[ChildSpec]:
             settings.reporting_http_addr,
             settings.reporting_http_port,
             graceful_timeout_s=min(5.0, settings.shutdown_grace_s),
+            sock=listening,
         )
     )
     if settings.osc_amqp_url is not None:

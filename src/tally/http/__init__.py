@@ -7,6 +7,7 @@ from ._health import ReadinessCheck as ReadinessCheck
 from ._health import health_blueprint as health_blueprint
 from ._problems import Problem as Problem
 from ._services import ReportingServices as ReportingServices
+from ._serving import listen_socket as listen_socket
 from ._serving import serve_quart as serve_quart
 from ._sync_runner import SyncAlreadyRunning as SyncAlreadyRunning
 from ._sync_runner import SyncOutcome as SyncOutcome
@@ -25,5 +26,6 @@ __all__ = [
     "UnknownCloud",
     "create_reporting_app",
     "health_blueprint",
+    "listen_socket",
     "serve_quart",
 ]

@@ -20,6 +20,8 @@ import orjson
 from quart import Quart, Response, g, request
 from werkzeug.exceptions import HTTPException
 
+from tally.core import bounded
+
 from . import (
     _routes_events,
     _routes_internal,
@@ -29,10 +31,12 @@ from . import (
     _routes_stats,
     _routes_sync_runs,
     _routes_types,
+    _routes_usage,
 )
 from ._auth import authenticate
 from ._contract import Call, Operation, parse_body, parse_query
-from ._metrics import HTTP_DURATION, HTTP_REQUESTS
+from ._json import FastJSONProvider
+from ._metrics import HTTP_DURATION, HTTP_REQUESTS, KNOWN_METHODS
 from ._openapi import build_openapi
 from ._problems import KINDS, PROBLEM_CONTENT_TYPE, Problem
 from ._services import ReportingServices
@@ -51,6 +55,7 @@ OPERATIONS: tuple[Operation, ...] = tuple(
         _routes_resources,
         _routes_stats,
         _routes_types,
+        _routes_usage,
         _routes_projects,
         _routes_rejected,
         _routes_sync_runs,
@@ -126,6 +131,7 @@ def _bind(op: Operation, services: ReportingServices) -> Any:
 def create_reporting_app(services: ReportingServices, *, extra_operations: Iterable[Operation] = ()) -> Quart:
     """The Reporting API app over ``services``; serve it with ``serve_quart``."""
     app = Quart("tally.http")
+    app.json = FastJSONProvider(app)
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
     operations = (*OPERATIONS, *extra_operations)
     document = build_openapi(operations, title="Tally Reporting API", version="1")
@@ -153,7 +159,7 @@ def create_reporting_app(services: ReportingServices, *, extra_operations: Itera
         request_id = getattr(g, "request_id", None) or uuid.uuid4().hex
         response.headers[REQUEST_ID] = request_id
         rule = request.url_rule.rule if request.url_rule is not None else "unmatched"
-        HTTP_REQUESTS.labels(rule, request.method, str(response.status_code)).inc()
+        HTTP_REQUESTS.labels(rule, bounded(request.method, KNOWN_METHODS), str(response.status_code)).inc()
         started = getattr(g, "started", None)
         if started is not None:
             HTTP_DURATION.labels(rule).observe(time.perf_counter() - started)

@@ -18,10 +18,11 @@ from quart import request
 from tally.ingest import IngestScope
 from tally.store import Project, hash_secret
 
-from ._contract import Auth
 from ._problems import Problem
 from ._services import ReportingServices
 
+# What a route demands of its caller; an Operation names one.
+Auth = Literal["none", "internal", "ingest", "api", "admin"]
 Kind = Literal["internal", "ingest", "api", "open"]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args, get_origin
+from typing import Annotated, Any, get_args, get_origin
 
 import orjson
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError, WithJsonSchema
@@ -20,13 +20,9 @@ from quart import request
 
 from tally.core import INSTANT_EDGE_PATTERN, InstantError, parse_instant
 
+from ._auth import Auth, Principal
 from ._problems import CONTRACT_MISMATCH, Problem, invalid
 from ._services import ReportingServices
-
-if TYPE_CHECKING:
-    from ._auth import Principal
-
-Auth = Literal["none", "internal", "ingest", "api", "admin"]
 
 
 def _instant(value: object) -> datetime:

@@ -85,6 +85,13 @@ class CursorSeal:
             raise invalid("query.cursor", f"not a cursor of this listing ({kind})")
         return decoded[1:]
 
+    def encode_values(self, kind: str, values: list[str]) -> str:
+        """A cursor of the listing ``kind`` over any sort key of strings."""
+        return self._encode(kind, list(values))
+
+    def decode_values(self, kind: str, cursor: str, arity: int) -> list[str]:
+        return [str(v) for v in self._decode(kind, cursor, arity)]
+
     def encode_time_key(self, kind: str, key: tuple[datetime, str] | None) -> str | None:
         return None if key is None else self._encode(kind, [format_instant(key[0]), key[1]])
 

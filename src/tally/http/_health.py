@@ -8,11 +8,18 @@ each, so an operator sees which dependency holds the process back::
 A check is an async function returning ``CheckResult``; one that raises or takes longer than the
 timeout counts as failed with that as its detail. Checks are registered by the actors that own the
 dependency (the store's owner registers "store"), so the front end needs no knowledge of them.
+
+``/healthz`` answers 200 while the process works. A check registered with ``unhealthy_after_s``
+(the store's, with ``TALLY_REPORTING_UNHEALTHY_THRESHOLD_S``) turns it 503 once that check has failed
+for longer than that, measured from the first failure ``/healthz`` or ``/readyz`` saw: a process whose
+database went away for good is then restarted by its supervisor, while a short outage is only
+"not ready".
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 import anyio
@@ -35,14 +42,19 @@ class Readiness:
     def __init__(self, *, timeout_s: float = 2.0) -> None:
         self.timeout_s = timeout_s
         self._checks: dict[str, ReadinessCheck] = {}
+        self._unhealthy_after_s: dict[str, float] = {}
+        self._failing_since: dict[str, float] = {}
 
-    def register(self, name: str, check: ReadinessCheck) -> None:
+    def register(self, name: str, check: ReadinessCheck, *, unhealthy_after_s: float | None = None) -> None:
         if name in self._checks:
             raise ValueError(f"readiness check {name!r} is registered twice")
         self._checks[name] = check
+        if unhealthy_after_s is not None:
+            self._unhealthy_after_s[name] = unhealthy_after_s
 
-    async def evaluate(self) -> dict[str, CheckResult]:
-        """Run every check concurrently; each result is the check's own or a failure naming why."""
+    async def evaluate(self, names: Collection[str] | None = None) -> dict[str, CheckResult]:
+        """Run every check (or those ``names``) concurrently; each result is the check's own or a
+        failure naming why."""
         results: dict[str, CheckResult] = {}
 
         async def run_one(name: str, check: ReadinessCheck) -> None:
@@ -56,8 +68,28 @@ class Readiness:
 
         async with anyio.create_task_group() as tg:
             for name, check in self._checks.items():
-                tg.start_soon(run_one, name, check)
+                if names is None or name in names:
+                    tg.start_soon(run_one, name, check)
+        now = time.monotonic()
+        for name, result in results.items():
+            if result.ok:
+                self._failing_since.pop(name, None)
+            else:
+                self._failing_since.setdefault(name, now)
         return dict(sorted(results.items()))
+
+    async def liveness(self) -> CheckResult:
+        """Failed once a check with ``unhealthy_after_s`` has been failing for longer than that."""
+        results = await self.evaluate(self._unhealthy_after_s)
+        now = time.monotonic()
+        for name, threshold in sorted(self._unhealthy_after_s.items()):
+            since = self._failing_since.get(name)
+            if since is not None and now - since > threshold:
+                return CheckResult(
+                    False,
+                    f"{name} failing for {now - since:.0f} s (over {threshold:g} s): {results[name].detail}",
+                )
+        return CheckResult(True)
 
 
 def health_blueprint(readiness: Readiness, *, metrics_enabled: bool = True) -> Blueprint:
@@ -65,8 +97,11 @@ def health_blueprint(readiness: Readiness, *, metrics_enabled: bool = True) -> B
     bp = Blueprint("health", __name__)
 
     @bp.get("/healthz")
-    async def healthz() -> Response:
-        return jsonify({"status": "ok"})
+    async def healthz() -> tuple[Response, int]:
+        live = await readiness.liveness()
+        if not live.ok:
+            return jsonify({"status": "unhealthy", "detail": live.detail}), 503
+        return jsonify({"status": "ok"}), 200
 
     @bp.get("/readyz")
     async def readyz() -> tuple[Response, int]:

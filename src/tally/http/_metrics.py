@@ -1,9 +1,15 @@
-"""HTTP metrics of the Reporting API (exposed by the daemon's /metrics on the default registry)."""
+"""HTTP metrics of the Reporting API (exposed by the daemon's /metrics on the default registry).
+
+Labels come from known sets: the route template (``unmatched`` for any path no route
+takes), a method of ``KNOWN_METHODS`` or ``other`` (a client may send any token as a
+method), and the status the app answered (the app's own, a fixed set).
+"""
 
 from __future__ import annotations
 
 from prometheus_client import Counter, Histogram
 
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 HTTP_REQUESTS = Counter(
     "tally_http_requests_total",
     "Reporting API answers by route template, method and status",

@@ -20,6 +20,7 @@ KINDS: Mapping[str, tuple[int, str]] = {
     "forbidden": (403, "Forbidden"),
     "not_found": (404, "Not found"),
     "method_not_allowed": (405, "Method not allowed"),
+    "not_acceptable": (406, "Not acceptable"),
     "conflict": (409, "Conflict"),
     "payload_too_large": (413, "Payload too large"),
     "history_too_long": (422, "History too long"),

@@ -13,7 +13,6 @@ from ._auth import narrow
 from ._contract import Call, Reply, Router, decode_json, is_blank
 from ._models import EventPage, EventsQuery, IngestAnswer
 from ._problems import Problem, invalid
-from ._serialize import event_json
 
 router = Router("events")
 
@@ -96,10 +95,7 @@ async def list_events(call: Call) -> Any:
         end=q.to,
     )
     seal = await call.services.cursors.seal()
-    page = await call.services.store.list_events(
+    page = await call.services.store.list_events_json(
         filters, limit=q.limit, after=seal.decode_time_key("events", q.cursor)
     )
-    return {
-        "items": [event_json(e) for e in page.items],
-        "next_cursor": seal.encode_time_key("events", page.next_key),
-    }
+    return {"items": page.items, "next_cursor": seal.encode_time_key("events", page.next_key)}

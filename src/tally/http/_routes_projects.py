@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import deque
-from datetime import datetime, timedelta
 from typing import Any
 
-from tally.core import format_instant, lifecycle, utc_now
+from tally.core import UsageWindow, format_instant, utc_now
 from tally.store import Conflict, Project, Relation, ResourceFilter, RuleViolation
+from tally.usage import UsageQuery, resource_pages
 
 from ._auth import Principal
 from ._contract import Call, Reply, Router
@@ -28,6 +28,7 @@ from ._models import (
     SummaryQuery,
 )
 from ._problems import Problem, invalid
+from ._routes_usage import checked_window
 from ._serialize import project_json, relation_json
 
 router = Router("projects")
@@ -35,8 +36,6 @@ router = Router("projects")
 PROJECT = "/api/v1/projects/{id}"
 RELATION = PROJECT + "/relations/{relation_id}"
 UUIDS = {"id": "uuid", "relation_id": "uuid"}
-MAX_SUMMARY_RESOURCES = 10_000
-MAX_SUMMARY_WINDOW = timedelta(days=397)
 
 
 async def _project(call: Call) -> Project:
@@ -303,12 +302,6 @@ async def related_projects(call: Call) -> Any:
     return {"items": items}
 
 
-def _overlap_minutes(start: datetime, end: datetime | None, lo: datetime, hi: datetime) -> float:
-    end = hi if end is None else min(end, hi)
-    start = max(start, lo)
-    return max((end - start).total_seconds(), 0.0) / 60.0
-
-
 @router.route(
     "GET",
     PROJECT + "/summary",
@@ -321,45 +314,35 @@ def _overlap_minutes(start: datetime, end: datetime | None, lo: datetime, hi: da
 async def project_summary(call: Call) -> Any:
     project = await _project(call)
     q: SummaryQuery = call.query
-    if q.to <= q.from_:
-        raise invalid("query.to", "must be later than from", status=422)
-    if q.to - q.from_ > MAX_SUMMARY_WINDOW:
-        raise invalid("query.to", f"the window may span at most {MAX_SUMMARY_WINDOW.days} days", status=422)
+    checked_window(q.from_, q.to)
     store = call.services.store
-    upper = min(q.to, utc_now())
+    query = UsageQuery(
+        window=UsageWindow(q.from_, q.to, utc_now()), cloud=project.cloud, project_id=project.external_id
+    )
     totals: dict[str, dict[str, Any]] = {}
-    filters = ResourceFilter(cloud=project.cloud, project_id=project.external_id, status="all")
-    after = None
-    seen = 0
-    while True:
-        page = await store.list_resources(filters, limit=1000, after=after)
-        for row in page.items:
-            seen += 1
-            if seen > MAX_SUMMARY_RESOURCES:
-                raise Problem(
-                    "result_too_large", f"the project holds more than {MAX_SUMMARY_RESOURCES} resources"
-                )
-            entry = totals.setdefault(
-                row.key.resource_type, {"created": 0, "deleted": 0, "total_minutes": 0.0, "active_now": 0}
-            )
-            if row.created_at is not None and q.from_ <= row.created_at < q.to:
-                entry["created"] += 1
-            if row.deleted_at is not None and q.from_ <= row.deleted_at < q.to:
-                entry["deleted"] += 1
-            if row.is_live:
-                entry["active_now"] += 1
-            folded = lifecycle(await store.lifecycle_events(row.key))
-            entry["total_minutes"] += sum(
-                _overlap_minutes(i.start, i.end, q.from_, upper)
-                for i in folded.intervals
-                if i.project_id == project.external_id
-            )
-        if page.next_key is None:
-            break
-        after = page.next_key
+
+    def entry(resource_type: str) -> dict[str, Any]:
+        zero = {"created": 0, "deleted": 0, "micros": 0, "active_now": 0}
+        return totals.setdefault(resource_type, zero)
+
+    async for rows in resource_pages(store, query):
+        for row in rows:
+            line = entry(row.values[1] or "")
+            line["created"] += row.line.creates
+            line["deleted"] += row.line.deletes
+            line["micros"] += row.line.presence_us
+    live = ResourceFilter(cloud=project.cloud, project_id=project.external_id, status="active")
+    for count in await store.resource_stats(["resource_type"], filters=live):
+        entry(count["resource_type"])["active_now"] += int(count["count"])
     items = [
-        {"resource_type": rtype, **{**entry, "total_minutes": round(entry["total_minutes"], 3)}}
-        for rtype, entry in sorted(totals.items())
+        {
+            "resource_type": rtype,
+            "created": e["created"],
+            "deleted": e["deleted"],
+            "total_minutes": round(e["micros"] / 60_000_000, 3),
+            "active_now": e["active_now"],
+        }
+        for rtype, e in sorted(totals.items())
     ]
     return {
         "project": project_json(project),

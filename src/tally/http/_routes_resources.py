@@ -39,13 +39,10 @@ async def list_resources(call: Call) -> Any:
         status=q.status,
     )
     seal = await call.services.cursors.seal()
-    page = await call.services.store.list_resources(
+    page = await call.services.store.list_resources_json(
         filters, limit=q.limit, after=seal.decode_resource_key(q.cursor)
     )
-    return {
-        "items": [resource_json(r) for r in page.items],
-        "next_cursor": seal.encode_resource_key(page.next_key),
-    }
+    return {"items": page.items, "next_cursor": seal.encode_resource_key(page.next_key)}
 
 
 async def _visible_row(call: Call) -> tuple[ResourceKey, ResourceRow]:

@@ -18,21 +18,7 @@ def event_json(stored: StoredEvent) -> dict[str, Any]:
 
 
 def resource_json(row: ResourceRow) -> dict[str, Any]:
-    return {
-        "cloud": row.key.cloud,
-        "platform": row.platform,
-        "resource_type": row.key.resource_type,
-        "resource_id": row.key.resource_id,
-        "project_id": row.project_id,
-        "state": row.state,
-        "size": dict(row.size),
-        "created_at": instant(row.created_at),
-        "deleted_at": instant(row.deleted_at),
-        "first_event_at": format_instant(row.first_event_at),
-        "last_event_type": row.last_event_type,
-        "last_event_at": format_instant(row.last_event_at),
-        "last_payload": dict(row.last_payload),
-    }
+    return row.to_wire()
 
 
 def interval_json(interval: Interval) -> dict[str, Any]:

@@ -1,7 +1,10 @@
-"""Serving a Quart app with Hypercorn inside the caller's task group (not a second process).
+"""Serving an ASGI app (the Quart apps) with Hypercorn inside the caller's task group (not a second process).
 
 Why we open the listening socket ourselves: the caller learns the bound port (port 0 in tests) and
-hears ``started`` only once the socket listens, so the next actor can rely on it.
+hears ``started`` only once the socket listens, so the next actor can rely on it. A caller may also
+hand in a socket it opened with ``listen_socket`` (and closes itself): the daemon's probes during its
+wait for the store and the real front end after it listen on one socket, so that a connection
+arriving in between waits in the backlog instead of being refused.
 
 Shutdown: when the surrounding scope is cancelled, the server stops accepting at once and in-flight
 requests get ``graceful_timeout_s`` to finish (Hypercorn runs in a shielded scope for that time),
@@ -20,13 +23,14 @@ import anyio
 from anyio.abc import TaskStatus
 from hypercorn.asyncio.run import worker_serve
 from hypercorn.config import Config, Sockets
+from hypercorn.typing import ASGIFramework
 from hypercorn.utils import wrap_app
-from quart import Quart
 
 log = logging.getLogger(__name__)
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A listening, non-blocking TCP socket on ``host:port``; ``OSError`` if it cannot be bound."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -71,20 +75,24 @@ def _quiet_cancelled_connection_callbacks() -> None:
 
 
 async def serve_quart(
-    app: Quart,
+    app: ASGIFramework,
     host: str,
     port: int,
     *,
     graceful_timeout_s: float = 5.0,
+    sock: socket.socket | None = None,
     task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> NoReturn:
-    """Serve ``app`` on ``host:port`` until cancelled; ``task_status.started(bound_port)`` once listening.
+    """Serve ``app`` on ``host:port`` (or on ``sock``, left open) until cancelled;
+    ``task_status.started(bound_port)`` once listening.
 
     Raises ``OSError`` (address in use, permission) before ``started`` if the socket cannot be bound.
     """
-    sock = _listen(host, port)
+    # Hypercorn closes the sockets it serves when it stops; a handed-in one must outlive it, so it
+    # serves a duplicate (the kernel's socket listens while any descriptor of it is open).
+    served = listen_socket(host, port) if sock is None else sock.dup()
     _quiet_cancelled_connection_callbacks()
-    bound_port: int = sock.getsockname()[1]
+    bound_port: int = served.getsockname()[1]
     config = Config()
     config.graceful_timeout = graceful_timeout_s
     config.accesslog = None
@@ -99,7 +107,7 @@ async def serve_quart(
                 await worker_serve(
                     wrap_app(app, config.wsgi_max_body_size, "asgi"),
                     config,
-                    sockets=Sockets(secure_sockets=[], insecure_sockets=[sock], quic_sockets=[]),
+                    sockets=Sockets(secure_sockets=[], insecure_sockets=[served], quic_sockets=[]),
                     shutdown_trigger=stop.wait,
                 )
         finally:
@@ -108,7 +116,12 @@ async def serve_quart(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(run_server)
-            log.info("http listening addr=%s port=%d app=%s", host, bound_port, app.name)
+            log.info(
+                "http listening addr=%s port=%d app=%s",
+                host,
+                bound_port,
+                getattr(app, "name", type(app).__name__),
+            )
             task_status.started(bound_port)
             try:
                 await anyio.sleep_forever()
@@ -119,5 +132,5 @@ async def serve_quart(
                 server_scope.cancel()
                 log.info("http stopped port=%d", bound_port)
     finally:
-        sock.close()
+        served.close()
     raise AssertionError("unreachable: sleep_forever only ends by cancellation")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter, Gauge, Histogram
 
 EVENTS_INGESTED = Counter(
     "tally_events_ingested_total",
@@ -34,3 +34,11 @@ CURRENT_RESOURCES = Gauge(
     "Rows of the projection by platform, cloud, type and state (refreshed from the store).",
     ["platform", "cloud", "resource_type", "state"],
 )
+BATCH_DURATION = Histogram(
+    "tally_ingest_batch_duration_seconds",
+    "Time to validate, deduplicate and fold one batch into the store, by source (collector, reconciliation).",
+    ["source"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+for _source in ("collector", "reconciliation"):
+    BATCH_DURATION.labels(_source)

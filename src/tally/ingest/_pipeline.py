@@ -18,23 +18,25 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import Counter
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import anyio
 import orjson
 
 from tally.core import Event, EventInvalid, ResourceKey, parse_event, utc_now
-from tally.store import AuditEntry, BatchOutcome, DeadLetter, ResourceType, SizeName, Store
+from tally.store import AuditEntry, DeadLetter, ResourceType, SizeName, Store
 
 from . import _metrics as metrics
+from ._counted import RegisteredTypes, count_outcome
 from ._schemas import SchemaCache, SizeValidator
 
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 1000
+# One event's compact UTF-8 JSON at most; a larger item is that item's refusal, not the batch's.
+MAX_EVENT_BYTES = 64 * 1024
 MAX_RAW_BYTES = 64 * 1024
 # Items validated before their survivors go to the store, which inserts them while the next are read.
 VALIDATE_CHUNK = 100
@@ -130,13 +132,18 @@ def _refuse(refusals: _Refusals, index: int, item: object, reason: str, cloud: s
 
 
 def _json_problem(item: object) -> str | None:
-    """Why the item cannot be stored as JSON text, or None."""
+    """Why the item cannot be stored as JSON text (or is larger than ``MAX_EVENT_BYTES``), or None."""
     try:
-        orjson.dumps(item)
+        size = len(orjson.dumps(item))
     except TypeError as exc:
-        if "Integer exceeds" in str(exc):
-            return None
-        return f"schema: the event is not storable JSON ({exc})"
+        if "Integer exceeds" not in str(exc):
+            return f"schema: the event is not storable JSON ({exc})"
+        # Integers beyond 64 bits, which orjson refuses: the standard library writes them.
+        size = len(
+            json.dumps(item, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+        )
+    if size > MAX_EVENT_BYTES:
+        return f"schema: the event is {size} bytes as JSON, more than the {MAX_EVENT_BYTES} an event may hold"
     return None
 
 
@@ -232,15 +239,19 @@ class IngestPipeline:
         self._store = store
         self._require_size_schema = require_size_schema
         self._schemas = SchemaCache(store, ttl_s=schema_ttl_s)
+        self._types = RegisteredTypes(store, ttl_s=schema_ttl_s)
 
     async def put_resource_type(
         self, platform: str, resource_type: str, document: Mapping[str, Any]
     ) -> ResourceType:
         """Compile (raising ``SizeSchemaInvalid``), store, and use the schema from the next item on."""
-        return await self._schemas.put(platform, resource_type, document)
+        registered = await self._schemas.put(platform, resource_type, document)
+        self._types.invalidate()
+        return registered
 
     def invalidate_schema(self, platform: str, resource_type: str) -> None:
         self._schemas.invalidate(platform, resource_type)
+        self._types.invalidate()
 
     async def _names_of(self, cloud: str) -> dict[tuple[str, str, str], str]:
         rows: list[SizeName] = await self._store.size_names(cloud)
@@ -251,12 +262,14 @@ class IngestPipeline:
     ) -> IngestResult:
         if len(items) > MAX_BATCH:
             raise BatchTooLarge(len(items))
+        began = time.monotonic()
         named = _named(items, scope)
         lookups = _Lookups(
             names={cloud: await self._names_of(cloud) for cloud in named.clouds},
             validators={pair: await self._schemas.validator(*pair) for pair in named.pairs},
             unreadable=named.unreadable,
         )
+        await self._types.refresh_if_stale()
         refusals = _Refusals()
         async with self._store.open_batch(named.keys, received_at=utc_now()) as batch:
             for start in range(0, len(items), VALIDATE_CHUNK):
@@ -264,7 +277,8 @@ class IngestPipeline:
                 if survivors:
                     await batch.add(survivors)
             outcome = await batch.finish(dead_letters=refusals.dead, audits=refusals.audits)
-        self._count(outcome)
+        metrics.BATCH_DURATION.labels(source).observe(time.monotonic() - began)
+        count_outcome(outcome, self._types)
         rejected = refusals.rejected
         if rejected:
             log.info(
@@ -369,52 +383,11 @@ class IngestPipeline:
                         event.cloud,
                     )
                     return None
-                metrics.UNVALIDATED_SIZE.labels(
-                    platform=event.platform, resource_type=event.resource_type
-                ).inc()
+                platform, resource_type = self._types.labels(event.platform, event.resource_type)
+                metrics.UNVALIDATED_SIZE.labels(platform=platform, resource_type=resource_type).inc()
             else:
                 error = self._schemas.check(validator, size)
                 if error is not None:
                     _refuse(refusals, index, item, f"size_schema: {error}", event.cloud)
                     return None
         return event
-
-    @staticmethod
-    def _count(outcome: BatchOutcome) -> None:
-        # One inc per label set: a batch is mostly a few kinds of event.
-        ingested = Counter(
-            (e.platform, e.cloud, e.resource_type, e.event_type, e.source) for e in outcome.inserted
-        )
-        for (platform, cloud, resource_type, event_type, stamped), count in ingested.items():
-            metrics.EVENTS_INGESTED.labels(
-                platform=platform,
-                cloud=cloud,
-                resource_type=resource_type,
-                event_type=event_type,
-                source=stamped,
-            ).inc(count)
-        for cloud, count in Counter(e.cloud for e in outcome.duplicates).items():
-            metrics.EVENTS_DEDUPLICATED.labels(cloud=cloud).inc(count)
-        for cloud, count in Counter(k.cloud for k in outcome.replayed).items():
-            metrics.PROJECTION_REPLAYS.labels(cloud=cloud).inc(count)
-
-
-async def refresh_current_resources(store: Store) -> None:
-    """Set the tally_current_resources gauge from the store's grouped counts (stale label sets dropped)."""
-    counts = await store.current_resource_counts()
-    metrics.CURRENT_RESOURCES.clear()
-    for platform, cloud, resource_type, state, count in counts:
-        metrics.CURRENT_RESOURCES.labels(
-            platform=platform, cloud=cloud, resource_type=resource_type, state=state
-        ).set(count)
-
-
-async def keep_current_resources_fresh(store: Store, every_s: float) -> None:
-    """Refresh the tally_current_resources gauge every ``every_s`` seconds until cancelled
-    (``TALLY_REPORTING_METRICS_REFRESH_S``); a failed refresh is logged and retried next time."""
-    while True:
-        try:
-            await refresh_current_resources(store)
-        except Exception as exc:  # the gauge must not take the daemon down with a database hiccup
-            log.warning("current resources gauge refresh failed error=%s", exc)
-        await anyio.sleep(every_s)

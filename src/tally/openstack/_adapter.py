@@ -1,6 +1,6 @@
 """The OpenStack adapter: one run's requests, in the seed's order.
 
-1. Resolve the clouds.yaml entry and request a token (POST, keystone).
+1. Resolve the clouds.yaml entry and get a token through keystoneauth1 (``_keystone``).
 2. Probe: one server across every project. A refusal ends the run before any
    listing, naming the entry: only nova refuses a lesser account loudly, and the
    other services would answer it with a narrowed listing that reads as complete.
@@ -12,8 +12,9 @@
    to all, then the hidden ones), load balancers (only with include_octavia).
 5. Size names: a second token request, then cinder's volume types, private ones too.
 
-Every request but the two token POSTs is a GET one of the eight access rules of
-a read-only application credential allows. A failure that belongs to one type
+Every request but keystone's (the token POSTs, and the version document the
+generic plugins read) is a GET one of the eight access rules of a read-only
+application credential allows. A failure that belongs to one type
 costs that type its completeness and nothing else.
 """
 
@@ -30,6 +31,7 @@ import httpx
 from tally.config import CloudEntry
 from tally.core import format_instant
 from tally.reconcile import (
+    AccountCheck,
     DeletedResource,
     Observation,
     ObservedResource,
@@ -40,7 +42,7 @@ from tally.reconcile import (
     SizeNamesFailed,
 )
 
-from ._clouds_yaml import ResolvedCloud, resolve_cloud
+from ._clouds_yaml import ResolvedCloud, resolve_cloud, warn_if_unpinned
 from ._evidence import (
     ListingInvalid,
     observe_deleted_server,
@@ -50,15 +52,14 @@ from ._evidence import (
     observe_server,
     observe_volume,
 )
-from ._keystone import EndpointMissing, Grant, authenticate
-from ._listing import ListingFailed, get_json, list_all, tls_context
+from ._keystone import EndpointMissing, Grant, authenticate, listing_client
+from ._listing import ListingFailed, get_json, list_all, under
 from ._settings import AdapterConfigError, OpenStackSettings, parse_adapter_config
 
 log = logging.getLogger(__name__)
 
 EMBEDDED_FLAVOR = (2, 47)
 LISTING_OF = {"instance": "server", "volume": "volume", "floating_ip": "floating_ip", "image": "image"}
-REQUEST_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 
 
 def negotiate_microversion(document: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -73,13 +74,6 @@ def negotiate_microversion(document: Mapping[str, Any]) -> tuple[int, int] | Non
     major, _, minor = str(version["version"]).partition(".")
     newest = (int(major), int(minor or 0))
     return min(newest, EMBEDDED_FLAVOR)
-
-
-def under(base: str, suffix: str, versioned: str) -> str:
-    """``base`` + ``suffix``, inserting the API's version segment unless the catalog URL carries it."""
-    if base.rstrip("/").endswith(versioned):
-        return base.rstrip("/") + suffix
-    return base.rstrip("/") + versioned + suffix
 
 
 @dataclass(slots=True)
@@ -101,6 +95,18 @@ class OpenStackAdapter:
         self._entry = entry
 
     @staticmethod
+    def check_environment() -> None:
+        """At startup: warn when OS_CLIENT_CONFIG_FILE is unset (see ``warn_if_unpinned``)."""
+        warn_if_unpinned()
+
+    @staticmethod
+    async def check_account(entry: CloudEntry) -> AccountCheck:
+        """``tally check-cloud``: seed 001's account check of the entry's clouds.yaml entry."""
+        from ._check import check_cloud
+
+        return await check_cloud(parse_adapter_config(entry.adapter_config))
+
+    @staticmethod
     def validate_config(entry: CloudEntry) -> str | None:
         try:
             parse_adapter_config(entry.adapter_config)
@@ -115,7 +121,7 @@ class OpenStackAdapter:
             raise RunAborted(str(exc)) from exc
 
     async def _grant(self, settings: OpenStackSettings) -> tuple[ResolvedCloud, Grant]:
-        cloud = await anyio.to_thread.run_sync(resolve_cloud, settings.os_cloud)
+        cloud = await anyio.to_thread.run_sync(resolve_cloud, settings.os_cloud, abandon_on_cancel=True)
         return cloud, await authenticate(cloud)
 
     async def observe(self, request: ObserveRequest) -> Observation:
@@ -123,10 +129,7 @@ class OpenStackAdapter:
         progress = request.progress
         progress.begin("server")
         cloud, grant = await self._grant(settings)
-        headers = {"X-Auth-Token": grant.token, "Accept": "application/json"}
-        async with httpx.AsyncClient(
-            headers=headers, verify=tls_context(grant.verify), timeout=REQUEST_TIMEOUT
-        ) as client:
+        async with listing_client(grant) as client:
             compute = await self._probe(client, grant, cloud)
             microversion = await self._negotiate(client, compute)
             progress.end("server")
@@ -178,8 +181,8 @@ class OpenStackAdapter:
                 await work()
             except (ListingFailed, EndpointMissing, ListingInvalid) as exc:
                 out.fail(resource_type, listing, exc)
-            finally:
-                progress.end(listing)
+            # Not on cancellation: a listing the budget cut off stays in the record the error is written from.
+            progress.end(listing)
 
         async def live_servers() -> None:
             if flavors_embedded:
@@ -321,10 +324,7 @@ class OpenStackAdapter:
                 _, grant = await self._grant(settings)
             except RunAborted as exc:
                 raise SizeNamesFailed(f"listing the volume types: {exc}") from exc
-            headers = {"X-Auth-Token": grant.token, "Accept": "application/json"}
-            async with httpx.AsyncClient(
-                headers=headers, verify=tls_context(grant.verify), timeout=REQUEST_TIMEOUT
-            ) as client:
+            async with listing_client(grant) as client:
                 try:
                     url = grant.endpoint("block-storage") + "/types"
                     listed = await list_all(

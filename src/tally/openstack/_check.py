@@ -10,54 +10,47 @@ one line; any finding makes the command exit non-zero.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import anyio
 import httpx
 
 from tally.core import format_instant, utc_now
-from tally.reconcile import RunAborted
+from tally.reconcile import AccountCheck, RunAborted
 
-from ._adapter import under
 from ._clouds_yaml import resolve_cloud
-from ._keystone import EndpointMissing, Grant, authenticate
-from ._listing import ListingFailed, get_json, tls_context
+from ._keystone import EndpointMissing, Grant, authenticate, listing_client
+from ._listing import ListingFailed, get_json, request_timeout, under
 from ._settings import OpenStackSettings
-
-
-@dataclass(slots=True)
-class CheckReport:
-    """What the check established (``ok``) and what it found wrong (``findings``)."""
-
-    ok: list[str] = field(default_factory=list)
-    findings: list[str] = field(default_factory=list)
 
 
 def _projects(items: list[Any], owner: Callable[[dict[str, Any]], object]) -> set[str]:
     return {str(owner(i)) for i in items if isinstance(i, dict) and owner(i)}
 
 
-async def check_cloud(settings: OpenStackSettings) -> CheckReport:
+async def check_cloud(settings: OpenStackSettings) -> AccountCheck:
     """Run the account check of one clouds.yaml entry."""
-    report = CheckReport()
+    report = AccountCheck()
     try:
-        cloud = resolve_cloud(settings.os_cloud)
+        cloud = await anyio.to_thread.run_sync(resolve_cloud, settings.os_cloud)
         grant = await authenticate(cloud)
     except RunAborted as exc:
         report.findings.append(f"token: {exc}")
         return report
     report.ok.append(f"token: issued for project {grant.project_id}")
-    headers = {"X-Auth-Token": grant.token, "Accept": "application/json"}
-    async with httpx.AsyncClient(headers=headers, verify=tls_context(grant.verify), timeout=30.0) as client:
-        await _probe_and_deleted(client, grant, settings, report)
-        await _reach(client, grant, settings, report)
-        await _rules(client, grant, settings, report)
+    async with listing_client(grant) as client:
+        try:
+            await _probe_and_deleted(client, grant, settings, report)
+            await _reach(client, grant, settings, report)
+            await _rules(client, grant, settings, report)
+        except RunAborted as exc:  # keystone refused the new token a 401 asked for
+            report.findings.append(f"token: {exc}")
     return report
 
 
 async def _probe_and_deleted(
-    client: httpx.AsyncClient, grant: Grant, settings: OpenStackSettings, report: CheckReport
+    client: httpx.AsyncClient, grant: Grant, settings: OpenStackSettings, report: AccountCheck
 ) -> None:
     try:
         compute = grant.endpoint("compute")
@@ -105,7 +98,7 @@ LISTINGS: tuple[tuple[str, str, str, str, dict[str, str], Callable[[dict[str, An
 
 
 async def _reach(
-    client: httpx.AsyncClient, grant: Grant, settings: OpenStackSettings, report: CheckReport
+    client: httpx.AsyncClient, grant: Grant, settings: OpenStackSettings, report: AccountCheck
 ) -> None:
     for service, path, versioned, key, params, owner in LISTINGS:
         if service == "load-balancer" and not settings.include_octavia:
@@ -143,7 +136,7 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
 
 
 async def _rules(
-    client: httpx.AsyncClient, grant: Grant, settings: OpenStackSettings, report: CheckReport
+    client: httpx.AsyncClient, grant: Grant, settings: OpenStackSettings, report: AccountCheck
 ) -> None:
     for service, rule, suffix, versioned in RULES:
         if service == "load-balancer" and not settings.include_octavia:
@@ -156,7 +149,13 @@ async def _rules(
             )
         except EndpointMissing:
             continue
-        response = await client.get(url, params={"limit": "1"} if suffix != "/" else None)
+        try:
+            response = await client.get(
+                url, params={"limit": "1"} if suffix != "/" else None, timeout=request_timeout()
+            )
+        except httpx.HTTPError as exc:
+            report.findings.append(f"access rules: {service} GET {rule}: {type(exc).__name__}: {exc}")
+            continue
         if response.status_code == 401:
             report.findings.append(
                 f"access rules: {service} GET {rule} answered 401: the credential lacks the rule, "

@@ -12,10 +12,14 @@ The rules, and where they differ from ``openstack.config`` unwrapped:
 - ``OS_REGION_NAME`` and ``OS_INTERFACE`` override the entry's region_name and
   interface, for every cloud; ``OS_CLOUD`` and other ``OS_*`` variables do not
   reach the parse (openstacksdk would build an ``envvars`` cloud from them).
+- A ``clouds-public.yaml`` beside it holds the profiles an entry's ``profile:``
+  names (openstacksdk's own built-in profiles still apply).
 - No file: every sync fails with the locations searched named.
 
-openstacksdk still does the parse, the merge, the profile and region handling,
+openstacksdk still does the parse, the merge, the profile, domain and region
+handling, and keystoneauth1 loads the entry's auth plugin from it (``validate``),
 so an entry means here what it means to the ``openstack`` client on the host.
+A file or an entry that cannot be used is refused in one line naming it.
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+from openstack.config.cloud_region import CloudRegion
 from openstack.config.loader import OpenStackConfig
 
-from openstack import exceptions as sdk_exceptions
 from tally.reconcile import RunAborted
 
 log = logging.getLogger(__name__)
@@ -39,15 +44,42 @@ SITE_CLOUDS_YAML = Path("/etc/openstack/clouds.yaml")
 
 @dataclass(frozen=True, slots=True)
 class ResolvedCloud:
-    """One clouds.yaml entry, resolved. ``auth`` holds secrets: never log it."""
+    """One clouds.yaml entry, resolved, with the auth plugin keystoneauth1 loaded for it.
+
+    ``region`` is openstacksdk's ``CloudRegion``: its config holds secrets, never log it."""
 
     entry: str
     path: Path
-    auth_type: str
-    auth: Mapping[str, Any]
-    region_name: str | None
-    interface: str
-    verify: bool | str
+    region: CloudRegion
+
+    @property
+    def auth_type(self) -> str:
+        return str(self.region.config.get("auth_type") or "password")
+
+    @property
+    def auth(self) -> Mapping[str, Any]:
+        return dict(self.region.config.get("auth") or {})
+
+    @property
+    def region_name(self) -> str | None:
+        return self.region.region_name or None
+
+    @property
+    def interface(self) -> str:
+        return str(self.region.get_interface() or "public")
+
+    def refused(self, reason: object) -> RunAborted:
+        return refused(self.entry, reason)
+
+
+def refused(entry: str, reason: object) -> RunAborted:
+    """The seed's refusal of an entry: ``authenticating against the cloud "X": reason``, one line."""
+    return RunAborted(f'authenticating against the cloud "{entry}": {one_line(reason)}')
+
+
+def one_line(reason: object) -> str:
+    """An exception's (or any) text on one line: a YAML error spans several, an OS error names its file."""
+    return " ".join(str(reason).split())
 
 
 def clouds_yaml_locations(env: Mapping[str, str], cwd: Path) -> list[Path]:
@@ -79,38 +111,80 @@ def warn_if_unpinned(env: Mapping[str, str] = os.environ) -> bool:
     return True
 
 
+# The secret each of these plugins cannot go without, and the seed's (gophercloud's) words for its absence:
+# keystoneauth1 would send a password of null, and words a missing credential secret otherwise.
+SECRETS = {
+    "password": ("password", "You must provide a password to authenticate"),
+    "v3password": ("password", "You must provide a password to authenticate"),
+    "v3applicationcredential": (
+        "application_credential_secret",
+        "You must provide an Application Credential Secret",
+    ),
+    "applicationcredential": (
+        "application_credential_secret",
+        "You must provide an Application Credential Secret",
+    ),
+}
+
+
+def missing_secret(auth_type: str, auth: object) -> str | None:
+    """Why an entry of ``auth_type`` cannot authenticate for want of its secret, or None."""
+    needed = SECRETS.get(auth_type.lower())
+    if needed is None:
+        return None
+    option, reason = needed
+    given = auth.get(option) if isinstance(auth, Mapping) else None
+    return None if given else reason
+
+
+def _check_yaml(path: Path, key: str, *, optional: bool = False) -> None:
+    """Raise for a file openstacksdk would skip in silence (unreadable, not YAML, no ``key`` mapping),
+    so an entry is not reported missing from a file that was never read."""
+    if optional and not path.is_file():
+        return
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(document, Mapping) or not isinstance(document.get(key), Mapping):
+        raise ValueError(f"{path} holds no {key} mapping")
+
+
 def resolve_cloud(
     os_cloud: str, *, env: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> ResolvedCloud:
-    """Resolve the clouds.yaml entry ``os_cloud``; raises ``RunAborted`` when it cannot be."""
+    """Resolve the clouds.yaml entry ``os_cloud`` and load its auth plugin; raises ``RunAborted``.
+
+    A file that cannot be read or parsed, or an entry it lacks, is refused as ``resolving the
+    clouds.yaml entry``; an entry keystoneauth1 cannot load a plugin from (no auth_url, an unknown
+    auth_type, an option the plugin needs) as the seed's ``authenticating against the cloud``."""
     env = os.environ if env is None else env
     path = find_clouds_yaml(env, cwd or Path.cwd())
     secure = path.with_name("secure.yaml")
+    public = path.with_name("clouds-public.yaml")
+    overrides: dict[str, Any] = {}
+    if env.get("OS_REGION_NAME"):
+        overrides["region_name"] = env["OS_REGION_NAME"]
+    if env.get("OS_INTERFACE"):
+        overrides["interface"] = env["OS_INTERFACE"]
     try:
+        _check_yaml(path, "clouds")
+        _check_yaml(secure, "clouds", optional=True)
+        _check_yaml(public, "public-clouds", optional=True)
         config = OpenStackConfig(
             config_files=[str(path)],
             secure_files=[str(secure)] if secure.is_file() else [],
-            vendor_files=[],
+            vendor_files=[str(public)] if public.is_file() else [],
             load_envvars=False,
         )
-        overrides: dict[str, Any] = {}
-        if env.get("OS_REGION_NAME"):
-            overrides["region_name"] = env["OS_REGION_NAME"]
-        if env.get("OS_INTERFACE"):
-            overrides["interface"] = env["OS_INTERFACE"]
-        region = config.get_one(cloud=os_cloud, validate=False, **overrides)
-    except (sdk_exceptions.SDKException, OSError, ValueError) as exc:
-        raise RunAborted(f'resolving the clouds.yaml entry "{os_cloud}" in {path}: {exc}') from exc
-    cfg = region.config
-    verify: bool | str = bool(cfg.get("verify", True))
-    if verify and cfg.get("cacert"):
-        verify = str(cfg["cacert"])
-    return ResolvedCloud(
-        entry=os_cloud,
-        path=path,
-        auth_type=str(cfg.get("auth_type") or "password"),
-        auth=dict(cfg.get("auth") or {}),
-        region_name=region.region_name or None,
-        interface=str(cfg.get("interface") or "public"),
-        verify=verify,
-    )
+        unloaded = config.get_one(cloud=os_cloud, validate=False, **overrides)
+    except Exception as exc:
+        # SDKException, OSError, YAMLError, ValueError, and whatever else openstacksdk raises for an entry
+        # of an unexpected shape (a string where a mapping belongs): one line, never a traceback.
+        raise RunAborted(f'resolving the clouds.yaml entry "{os_cloud}" in {path}: {one_line(exc)}') from exc
+    missing = missing_secret(str(unloaded.config.get("auth_type") or "password"), unloaded.config.get("auth"))
+    if missing is not None:
+        raise refused(os_cloud, missing)
+    try:
+        region = config.get_one(cloud=os_cloud, validate=True, **overrides)
+    except Exception as exc:
+        # keystoneauth1's plugin loading: a missing option, an unknown plugin, or the plugin's own error.
+        raise refused(os_cloud, exc) from exc
+    return ResolvedCloud(entry=os_cloud, path=path, region=region)

@@ -1,27 +1,33 @@
-"""Keystone: one token request and the catalog it answers, through keystoneauth1.
+"""Keystone through keystoneauth1: the session openstacksdk builds from the entry, its token and catalog.
 
-keystoneauth1 is blocking (requests), so the token request runs in a worker
-thread; a run cancelled by its budget abandons the thread rather than waiting
-for it. Only the v3 plugins are used, named explicitly, so the one request sent
-is ``POST {auth_url}/auth/tokens``: no version discovery GET that an access rule
-would have to allow.
+The resolved entry's ``CloudRegion`` builds the keystoneauth1 session
+(``get_session``) around the plugin keystoneauth1 loaded (``get_auth``), so every
+plugin and clouds.yaml feature the ``openstack`` client honours is honoured here:
+domains, profiles, ``insecure``/``cacert``/``cert``/``key``, region, interface and
+``*_endpoint_override``. The listings take from it their token, their endpoints
+and their TLS trust (``_tls``).
+
+keystoneauth1 is blocking (requests): each call to it runs in a worker thread
+bounded by what is left of the run's budget; a run cancelled by its budget
+abandons the thread rather than waiting for it. A token refused later with a 401
+(expired, revoked) is replaced once per token (``reauthenticate``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ssl
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import anyio
+import httpx
 from keystoneauth1 import exceptions as ks_exceptions
-from keystoneauth1 import loading, session
-
-from tally.reconcile import RunAborted
+from keystoneauth1.identity import base as ks_identity
+from keystoneauth1.session import Session
 
 from ._clouds_yaml import ResolvedCloud
-
-PASSWORD_TYPES = frozenset({"password", "v3password"})
-APP_CREDENTIAL_TYPES = frozenset({"v3applicationcredential", "applicationcredential"})
+from ._listing import CONNECT_TIMEOUT_S, budget_left_s
+from ._tls import tls_context
 
 # Cinder registers under two types on many deployments (Kolla: block-storage and volumev3).
 SERVICE_TYPES: dict[str, tuple[str, ...]] = {
@@ -37,81 +43,121 @@ class EndpointMissing(Exception):
     """The catalog lists no endpoint for a service: a failure of that service's types only."""
 
 
-@dataclass(frozen=True, slots=True)
 class Grant:
-    """A token and the catalog it came with."""
+    """An authenticated session of one entry: its token, its endpoints, its TLS trust.
 
-    token: str
-    project_id: str
-    catalog: Any  # keystoneauth1.access.service_catalog.ServiceCatalogV3
-    interface: str
-    region_name: str | None
-    verify: bool | str
+    The token changes only through ``reauthenticate``, once per refused token however many
+    listings were refused it at the same time."""
+
+    def __init__(self, cloud: ResolvedCloud, session: Session, tls: ssl.SSLContext) -> None:
+        self.cloud = cloud
+        self.session = session
+        self.tls = tls
+        self.auth: Any = session.auth
+        self.token = ""
+        self.project_id = ""
+        self._catalog: Any = None
+        self._lock = anyio.Lock()
+
+    def _fetch_blocking(self, timeout_s: float, *, fresh: bool) -> None:
+        # requests takes (connect, read): keystone may answer as late as the budget allows, but a host
+        # that does not accept the connection is down. keystoneauth1 passes the pair through unread.
+        self.session.timeout = (min(CONNECT_TIMEOUT_S, timeout_s), timeout_s)  # type: ignore[assignment]
+        if fresh:
+            self.auth.invalidate()
+        try:
+            if isinstance(self.auth, ks_identity.BaseIdentityPlugin):
+                access = self.auth.get_access(self.session)
+                self.token = str(access.auth_token)
+                self.project_id = str(access.project_id or "")
+                self._catalog = access.service_catalog
+            else:
+                # A plugin that is no identity plugin (admin_token, none, http_basic) has no catalog:
+                # the endpoints come from the *_endpoint_override settings.
+                self.token = str(self.auth.get_token(self.session) or "")
+        except ks_exceptions.HttpError as exc:
+            raise self.cloud.refused(_keystone_reason(exc)) from exc
+        except Exception as exc:
+            # A plugin is third-party code: whatever it raises is its reason, in one line, never a traceback.
+            raise self.cloud.refused(exc) from exc
+
+    async def fetch(self, *, fresh: bool = False) -> None:
+        timeout_s = budget_left_s()  # read here: the worker thread has no cancel scope to read it from
+        await anyio.to_thread.run_sync(
+            lambda: self._fetch_blocking(timeout_s, fresh=fresh), abandon_on_cancel=True
+        )
+
+    async def reauthenticate(self, refused_token: str) -> None:
+        """Replace ``refused_token`` (answered 401) with a new one, unless another listing already did."""
+        async with self._lock:
+            if self.token == refused_token:
+                await self.fetch(fresh=True)
 
     def endpoint(self, service: str) -> str:
-        """The catalog URL of ``service`` for the entry's interface and region."""
-        for service_type in SERVICE_TYPES.get(service, (service,)):
-            try:
-                url = self.catalog.url_for(
-                    service_type=service_type, interface=self.interface, region_name=self.region_name
-                )
-            except ks_exceptions.EndpointNotFound:
-                continue
-            if url:
-                return str(url).rstrip("/")
-        raise EndpointMissing(f"the catalog lists no {self.interface} endpoint of type {service}")
+        """The URL of ``service``: its clouds.yaml endpoint override, else the catalog's for the
+        service's interface and region."""
+        region = self.cloud.region
+        override = region.get_endpoint(service)
+        if override:
+            return override.rstrip("/")
+        interface = region.get_interface(service) or "public"
+        if self._catalog is not None:
+            for service_type in SERVICE_TYPES.get(service, (service,)):
+                try:
+                    url = self._catalog.url_for(
+                        service_type=service_type,
+                        interface=interface,
+                        region_name=region.get_region_name(service) or None,
+                    )
+                except ks_exceptions.EndpointNotFound:
+                    continue
+                if url:
+                    return str(url).rstrip("/")
+        raise EndpointMissing(f"the catalog lists no {interface} endpoint of type {service}")
 
 
-def _plugin(cloud: ResolvedCloud) -> Any:
-    auth_type = cloud.auth_type.lower()
-    refused = f'authenticating against the cloud "{cloud.entry}"'
-    options = {k: v for k, v in cloud.auth.items() if v not in (None, "")}
-    if auth_type in APP_CREDENTIAL_TYPES:
-        if not options.get("application_credential_secret"):
-            raise RunAborted(f"{refused}: You must provide an Application Credential Secret")
-        name = "v3applicationcredential"
-    elif auth_type in PASSWORD_TYPES:
-        name = "v3password"
-    else:
-        raise RunAborted(
-            f"{refused}: auth_type {cloud.auth_type!r} is not supported (password or v3applicationcredential)"
-        )
-    try:
-        loader: Any = loading.get_plugin_loader(name)
-        known = {o.dest for o in loader.get_options()}
-        return loader.load_from_options(**{k: v for k, v in options.items() if k in known})
-    except ks_exceptions.ClientException as exc:
-        raise RunAborted(f'authenticating against the cloud "{cloud.entry}": {exc}') from exc
-
-
-def _authenticate_blocking(cloud: ResolvedCloud) -> Grant:
-    plugin = _plugin(cloud)
-    sess = session.Session(auth=plugin, verify=cloud.verify)
-    try:
-        access = plugin.get_access(sess)
-    except ks_exceptions.ClientException as exc:
-        raise RunAborted(
-            f'authenticating against the cloud "{cloud.entry}": {_keystone_reason(exc)}'
-        ) from exc
-    finally:
-        sess.session.close()
-    return Grant(
-        token=str(access.auth_token),
-        project_id=str(access.project_id or ""),
-        catalog=access.service_catalog,
-        interface=cloud.interface,
-        region_name=cloud.region_name,
-        verify=cloud.verify,
-    )
-
-
-def _keystone_reason(exc: ks_exceptions.ClientException) -> str:
+def _keystone_reason(exc: ks_exceptions.HttpError) -> str:
     # keystoneauth appends "(HTTP 401) (Request-ID: ...)" to keystone's own message; keep keystone's words.
-    message = getattr(exc, "message", None) or str(exc)
-    status = getattr(exc, "http_status", None)
+    message = exc.message or str(exc)
+    status = exc.http_status
     return f"{message} (HTTP {status})" if status and f"HTTP {status}" not in message else str(message)
 
 
+def _session_blocking(cloud: ResolvedCloud) -> tuple[Session, ssl.SSLContext]:
+    try:
+        session = cloud.region.get_session()
+        return session, tls_context(True if session.verify is None else session.verify, session.cert)
+    except Exception as exc:
+        # TlsSettingsUnusable, or whatever openstacksdk raises for a session it cannot build.
+        raise cloud.refused(exc) from exc
+
+
 async def authenticate(cloud: ResolvedCloud) -> Grant:
-    """Request a token for ``cloud``; a refusal raises ``RunAborted`` worded as the seed words it."""
-    return await anyio.to_thread.run_sync(_authenticate_blocking, cloud, abandon_on_cancel=True)
+    """A session of ``cloud`` with its token; a refusal raises ``RunAborted`` worded as the seed words it."""
+    session, tls = await anyio.to_thread.run_sync(_session_blocking, cloud, abandon_on_cancel=True)
+    grant = Grant(cloud, session, tls)
+    await grant.fetch()
+    return grant
+
+
+class KeystoneToken(httpx.Auth):
+    """httpx auth of a listing: the grant's token, replaced once and the request sent again on a 401."""
+
+    def __init__(self, grant: Grant) -> None:
+        self._grant = grant
+
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        token = self._grant.token
+        request.headers["X-Auth-Token"] = token
+        response = yield request
+        if response.status_code == 401:
+            await self._grant.reauthenticate(token)
+            request.headers["X-Auth-Token"] = self._grant.token
+            yield request
+
+
+def listing_client(grant: Grant) -> httpx.AsyncClient:
+    """The httpx client of a run's listings: the grant's token and TLS trust (timeouts: per request)."""
+    return httpx.AsyncClient(
+        auth=KeystoneToken(grant), verify=grant.tls, headers={"Accept": "application/json"}
+    )

@@ -5,30 +5,54 @@ next request is rebuilt from the original query plus that marker rather than
 taken from the service's link, because link hosts and schemes are wrong behind
 proxies and octavia drops filters from its links. A page is converted item by
 item as it arrives, so a 100,000-item listing never holds its raw JSON at once.
+
+Each request may wait for its answer as long as the run's budget has left (the
+enclosing cancel scope's deadline), so a slow page is waited for and a budget
+that ends mid-listing is what stops it; only its connect has a bound of its own.
 """
 
 from __future__ import annotations
 
-import functools
-import ssl
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-import certifi
+import anyio
 import httpx
 import orjson
 
 T = TypeVar("T")
 PAGE_LIMIT = 1000
 MAX_REASON = 300
+# A cloud that takes longer than this to accept a connection is down, whatever the budget.
+CONNECT_TIMEOUT_S = 10.0
+# Outside a budget (``tally check-cloud``), how long a request may wait for its answer.
+UNBUDGETED_S = 60.0
 
 
-@functools.lru_cache(maxsize=8)
-def tls_context(verify: bool | str) -> ssl.SSLContext | bool:
-    """The TLS setting of a run's client, built once per value: loading the CA bundle costs ~0.1 s."""
-    if verify is False:
-        return False
-    return ssl.create_default_context(cafile=verify if isinstance(verify, str) else certifi.where())
+def budget_left_s() -> float:
+    """Seconds left before the enclosing cancel scope's deadline (the run's budget), else ``UNBUDGETED_S``."""
+    deadline = anyio.current_effective_deadline()
+    return UNBUDGETED_S if math.isinf(deadline) else max(0.001, deadline - anyio.current_time())
+
+
+# Past the budget, so a request still waiting when it ends is cut off by the budget (which names the
+# listings still running) rather than by its own timeout a moment before.
+BEYOND_BUDGET_S = 1.0
+
+
+def request_timeout() -> httpx.Timeout:
+    """A request may wait as long as the run's budget has left (a slow page is not a failed one), and
+    no connect longer than ``CONNECT_TIMEOUT_S``."""
+    left = budget_left_s()
+    return httpx.Timeout(left + BEYOND_BUDGET_S, connect=min(CONNECT_TIMEOUT_S, left + BEYOND_BUDGET_S))
+
+
+def under(base: str, suffix: str, versioned: str) -> str:
+    """``base`` + ``suffix``, inserting the API's version segment unless the catalog URL carries it."""
+    if base.rstrip("/").endswith(versioned):
+        return base.rstrip("/") + suffix
+    return base.rstrip("/") + versioned + suffix
 
 
 class ListingFailed(Exception):
@@ -50,7 +74,7 @@ async def get_json(
 ) -> Any:
     """One GET answered 2xx with a JSON body; anything else raises ``ListingFailed``."""
     try:
-        response = await client.get(url, params=params, headers=headers)
+        response = await client.get(url, params=params, headers=headers, timeout=request_timeout())
     except httpx.HTTPError as exc:
         raise ListingFailed(f"GET {url}: {type(exc).__name__}: {exc}") from exc
     if not response.is_success:

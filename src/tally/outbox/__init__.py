@@ -5,6 +5,7 @@
 ingest pipeline).
 """
 
+from ._outbox import DeadLetterRow as DeadLetterRow
 from ._outbox import Outbox as Outbox
 from ._outbox import OutboxRow as OutboxRow
 from ._outbox import OutboxStatistics as OutboxStatistics
@@ -20,6 +21,7 @@ from ._sink import Refusal as Refusal
 from ._sink import SinkConfigError as SinkConfigError
 
 __all__ = [
+    "DeadLetterRow",
     "DeliveryResult",
     "DeliveryStatus",
     "EventSink",

@@ -28,3 +28,11 @@ LAST_ACCEPTED = Gauge(
 BATCH_SIZE = Gauge(
     "tally_collector_batch_size", "The sender's current batch size (halved on 413, grows back)."
 )
+DEAD_LETTERS = Gauge(
+    "tally_collector_outbox_dead_letters",
+    "Events the sink could not take (5xx for them alone), kept in the outbox file until replayed.",
+)
+EVENTS_DEAD_LETTERED = Counter(
+    "tally_collector_events_dead_lettered_total",
+    "Events the sender moved to the outbox's dead letters.",
+)

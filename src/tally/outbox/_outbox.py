@@ -9,12 +9,19 @@ makes thousands of notifications per second possible on one fsync-bound file.
 One connection serves both the consumer and the sender; a lock keeps each
 write transaction whole, because sqlite3's implicit transactions would
 otherwise let one task's commit carry the other's half-done statements.
+
+An event the sink cannot take at all (it answers 5xx for that item alone while
+taking others) moves to ``dead_letters`` in the same file: kept with its reason,
+counted in metrics, listed by ``tally collector dead-letters`` and moved back to
+the outbox by ``tally collector replay``. That command may run in another
+process while the collector runs: ``refresh`` (the sender calls it every flush
+interval) counts the rows it put back.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +37,14 @@ CREATE TABLE IF NOT EXISTS outbox (
     event_id TEXT NOT NULL UNIQUE,
     body BLOB NOT NULL,
     enqueued_at REAL NOT NULL
-)
+);
+CREATE TABLE IF NOT EXISTS dead_letters (
+    event_id TEXT PRIMARY KEY,
+    body BLOB NOT NULL,
+    enqueued_at REAL NOT NULL,
+    dead_lettered_at REAL NOT NULL,
+    reason TEXT NOT NULL
+);
 """
 
 
@@ -40,6 +54,17 @@ class OutboxRow:
     event_id: str
     body: bytes
     enqueued_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterRow:
+    """An event the sink could not take; Unix times."""
+
+    event_id: str
+    body: bytes
+    enqueued_at: float
+    dead_lettered_at: float
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +78,16 @@ class OutboxStatistics:
 class Outbox:
     """Use ``open_outbox``; the constructor takes an already opened connection."""
 
-    def __init__(self, db: aiosqlite.Connection, depth: int, oldest: float | None) -> None:
+    def __init__(self, db: aiosqlite.Connection, depth: int, oldest: float | None, dead: int = 0) -> None:
         self._db = db
         self._lock = anyio.Lock()
-        # Invariant: equals SELECT COUNT(*) FROM outbox after every committed write.
+        # Invariant: equals SELECT COUNT(*) FROM outbox after every committed write of this process
+        # and after every refresh (rows another process put back are counted from then on).
         self._depth = depth
         self._oldest = oldest
         self._changed = anyio.Event()
         _metrics.DEPTH.set(depth)
+        _metrics.DEAD_LETTERS.set(dead)
         _metrics.OLDEST_AGE.set_function(self._oldest_age)
 
     def _oldest_age(self) -> float:
@@ -100,11 +127,14 @@ class Outbox:
         self._notify()
         return added
 
-    async def peek(self, limit: int) -> list[OutboxRow]:
-        """The oldest ``limit`` rows, in the order they were committed."""
+    async def peek(self, limit: int, *, skip: Collection[int] = ()) -> list[OutboxRow]:
+        """The oldest ``limit`` rows, in the order they were committed, leaving out the seqs ``skip``."""
+        marks = ", ".join("?" for _ in skip)
         async with self._lock:
             cursor = await self._db.execute(
-                "SELECT seq, event_id, body, enqueued_at FROM outbox ORDER BY seq LIMIT ?", (limit,)
+                "SELECT seq, event_id, body, enqueued_at FROM outbox "
+                f"WHERE seq NOT IN ({marks}) ORDER BY seq LIMIT ?",
+                (*skip, limit),
             )
             fetched = await cursor.fetchall()
         return [OutboxRow(int(r[0]), str(r[1]), bytes(r[2]), float(r[3])) for r in fetched]
@@ -117,12 +147,95 @@ class Outbox:
             cursor = await self._db.executemany("DELETE FROM outbox WHERE seq = ?", [(s,) for s in seqs])
             removed = max(cursor.rowcount, 0)
             await self._db.commit()
-            cursor = await self._db.execute("SELECT enqueued_at FROM outbox ORDER BY seq LIMIT 1")
-            head = await cursor.fetchone()
+            head = await self._head()
         self._depth -= removed
-        self._oldest = float(head[0]) if head is not None else None
+        self._oldest = head
         self._notify()
         return removed
+
+    async def _head(self) -> float | None:
+        cursor = await self._db.execute("SELECT enqueued_at FROM outbox ORDER BY seq LIMIT 1")
+        head = await cursor.fetchone()
+        return float(head[0]) if head is not None else None
+
+    async def dead_letter(self, row: OutboxRow, reason: str) -> None:
+        """Move ``row`` out of the outbox into ``dead_letters``, in one transaction."""
+        async with self._lock:
+            # REPLACE: the bus may redeliver an event already dead-lettered, which fails again.
+            await self._db.execute(
+                "INSERT OR REPLACE INTO dead_letters (event_id, body, enqueued_at, dead_lettered_at, reason) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (row.event_id, row.body, row.enqueued_at, time.time(), reason),
+            )
+            cursor = await self._db.execute("DELETE FROM outbox WHERE seq = ?", (row.seq,))
+            removed = max(cursor.rowcount, 0)
+            await self._db.commit()
+            head = await self._head()
+            dead = await self._dead_count()
+        self._depth -= removed
+        self._oldest = head
+        _metrics.DEAD_LETTERS.set(dead)
+        _metrics.EVENTS_DEAD_LETTERED.inc()
+        self._notify()
+
+    async def _dead_count(self) -> int:
+        cursor = await self._db.execute("SELECT COUNT(*) FROM dead_letters")
+        found = await cursor.fetchone()
+        return int(found[0]) if found is not None else 0
+
+    async def dead_letters(self) -> list[DeadLetterRow]:
+        """Every dead-lettered event, oldest first."""
+        async with self._lock:
+            cursor = await self._db.execute(
+                "SELECT event_id, body, enqueued_at, dead_lettered_at, reason FROM dead_letters "
+                "ORDER BY dead_lettered_at, event_id"
+            )
+            fetched = await cursor.fetchall()
+        return [DeadLetterRow(str(r[0]), bytes(r[1]), float(r[2]), float(r[3]), str(r[4])) for r in fetched]
+
+    async def replay(self, event_ids: Sequence[str] | None = None) -> list[str]:
+        """Move dead letters (``event_ids``, or all of them) back to the outbox's tail; the ids moved."""
+        async with self._lock:
+            if event_ids is None:
+                cursor = await self._db.execute("SELECT event_id FROM dead_letters ORDER BY dead_lettered_at")
+            else:
+                marks = ", ".join("?" for _ in event_ids)
+                cursor = await self._db.execute(
+                    f"SELECT event_id FROM dead_letters WHERE event_id IN ({marks}) "
+                    "ORDER BY dead_lettered_at",
+                    tuple(event_ids),
+                )
+            moved = [str(r[0]) for r in await cursor.fetchall()]
+            now = time.time()
+            cursor = await self._db.executemany(
+                "INSERT OR IGNORE INTO outbox (event_id, body, enqueued_at) "
+                "SELECT event_id, body, ? FROM dead_letters WHERE event_id = ?",
+                [(now, event_id) for event_id in moved],
+            )
+            added = max(cursor.rowcount, 0)
+            await self._db.executemany("DELETE FROM dead_letters WHERE event_id = ?", [(e,) for e in moved])
+            await self._db.commit()
+            dead = await self._dead_count()
+        self._depth += added
+        if added and self._oldest is None:
+            self._oldest = now
+        _metrics.DEAD_LETTERS.set(dead)
+        self._notify()
+        return moved
+
+    async def refresh(self) -> None:
+        """Count the rows again, for rows another process wrote (``tally collector replay``)."""
+        async with self._lock:
+            cursor = await self._db.execute("SELECT COUNT(*) FROM outbox")
+            found = await cursor.fetchone()
+            depth = int(found[0]) if found is not None else 0
+            head = await self._head()
+            dead = await self._dead_count()
+        _metrics.DEAD_LETTERS.set(dead)
+        if depth != self._depth:
+            self._depth = depth
+            self._oldest = head
+            self._notify()
 
 
 @asynccontextmanager
@@ -137,13 +250,16 @@ async def open_outbox(path: Path | str) -> AsyncIterator[Outbox]:
         # a power loss too: FULL costs one fsync per group commit, not one per event.
         await db.execute("PRAGMA synchronous=FULL")
         await db.execute("PRAGMA busy_timeout=5000")
-        await db.execute(_SCHEMA)
+        await db.executescript(_SCHEMA)
         await db.commit()
-        cursor = await db.execute("SELECT COUNT(*), MIN(enqueued_at) FROM outbox")
+        cursor = await db.execute(
+            "SELECT COUNT(*), MIN(enqueued_at), (SELECT COUNT(*) FROM dead_letters) FROM outbox"
+        )
         row = await cursor.fetchone()
         depth = int(row[0]) if row is not None else 0
         oldest = float(row[1]) if row is not None and row[1] is not None else None
-        yield Outbox(db, depth, oldest)
+        dead = int(row[2]) if row is not None else 0
+        yield Outbox(db, depth, oldest, dead)
     finally:
         with anyio.CancelScope(shield=True):
             await db.close()

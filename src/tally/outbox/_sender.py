@@ -9,11 +9,22 @@ sends until the outbox is empty. Rules, in the order they apply to one batch:
   quarter after every accepted batch, so one huge event cannot stall the rest
   for long and a transient limit does not shrink the sender for good;
 * anything else: the rows stay and the sender backs off, doubling from
-  ``backoff_min_s`` up to ``backoff_max_s``.
+  ``backoff_min_s`` up to ``backoff_max_s``;
+* the sink itself failing (5xx) ``narrow_after`` times in a row: one item may
+  be what it cannot take, so the sender narrows. Each further server error
+  halves the batch (a bisection: an accepted half goes, the rest is tried
+  next); a row that fails alone becomes a suspect, left out of batches. Right
+  after the next accepted batch (so the sink is known to work) a suspect is
+  tried alone once more: accepted, it goes; a server error again, and it is
+  dead-lettered in the outbox file (``Outbox.dead_letter``). When only
+  suspects are left, an empty batch accepted is that proof. An outage fails
+  every row, so no suspect ever meets an accepted batch: at most
+  ``suspects_max`` rows are set aside and all of them are delivered once the
+  sink is back.
 
-Rows are only ever deleted after an acceptance, so a crash between the
-delivery and the delete re-sends a batch the sink already has: it answers
-those as duplicates of ``(event_id, timestamp)``.
+Rows are only ever deleted after an acceptance (or moved to the dead letters),
+so a crash between the delivery and the delete re-sends a batch the sink
+already has: it answers those as duplicates of ``(event_id, timestamp)``.
 """
 
 from __future__ import annotations
@@ -30,7 +41,7 @@ import orjson
 from anyio.abc import TaskStatus
 
 from . import _metrics
-from ._outbox import Outbox
+from ._outbox import Outbox, OutboxRow
 from ._sink import DeliveryResult, DeliveryStatus, EventSink
 
 log = logging.getLogger(__name__)
@@ -55,6 +66,8 @@ class SenderStatistics:
     refused: int
     last_accepted_at: float | None
     failing_since: float | None
+    suspects: int = 0
+    dead_lettered: int = 0
 
 
 class Sender:
@@ -67,6 +80,8 @@ class Sender:
         flush_interval_s: float = 5.0,
         backoff_min_s: float = 0.5,
         backoff_max_s: float = 30.0,
+        narrow_after: int = 5,
+        suspects_max: int = 16,
     ) -> None:
         self._outbox = outbox
         self._sink = sink
@@ -83,6 +98,18 @@ class Sender:
         self._last_accepted_at: float | None = None
         self._failing_since: float | None = None
         self._backoff_s = backoff_min_s
+        self._narrow_after = narrow_after
+        self._suspects_max = suspects_max
+        # Server errors in a row; narrowing from the narrow_after-th until two batches in a row went
+        # (both halves of a bisection step: the item at fault is not there) with no suspect left.
+        self._server_errors = 0
+        self._narrowing = False
+        self._accepted_in_a_row = 0
+        # The last delivery was accepted: a suspect failing alone now is at fault, not the sink.
+        self._sink_works = False
+        # Rows that failed alone with a server error, oldest first; left out of batches.
+        self._suspects: list[OutboxRow] = []
+        self._dead_lettered = 0
         _metrics.BATCH_SIZE.set(batch_max)
 
     def statistics(self) -> SenderStatistics:
@@ -93,44 +120,113 @@ class Sender:
             self._refused,
             self._last_accepted_at,
             self._failing_since,
+            len(self._suspects),
+            self._dead_lettered,
         )
 
-    async def _send_one(self) -> DeliveryResult | None:
-        """Deliver the oldest batch; ``None`` when the outbox is empty."""
-        rows = await self._outbox.peek(self._batch_size)
-        if not rows:
-            return None
+    async def _deliver(self, rows: list[OutboxRow]) -> DeliveryResult:
         items: list[dict[str, Any]] = [_item(row.body) for row in rows]
         try:
-            result = await self._sink.deliver(items)
+            return await self._sink.deliver(items)
         except Exception as exc:
             log.exception("sender: sink raised; keeping the batch rows=%d", len(rows))
-            result = DeliveryResult(DeliveryStatus.RETRY, reason="sink_error", detail=f"{type(exc).__name__}")
+            return DeliveryResult(
+                DeliveryStatus.RETRY, reason="sink_error", detail=f"{type(exc).__name__}", server_error=True
+            )
+
+    async def _send_one(self) -> bool | None:
+        """Deliver the next batch: ``None`` when nothing is left, else whether to go on without a backoff."""
+        if self._suspects and self._sink_works:
+            return await self._retry_suspect()
+        rows = await self._outbox.peek(self._batch_size, skip=[row.seq for row in self._suspects])
+        if not rows:
+            # Only suspects left: an empty batch shows whether the sink works at all.
+            return await self._probe() if self._suspects else None
+        result = await self._deliver(rows)
         if result.status is DeliveryStatus.ACCEPTED:
             await self._outbox.remove([row.seq for row in rows])
             self._on_accepted(result, len(rows))
-        elif result.status is DeliveryStatus.TOO_LARGE:
+            return True
+        if result.status is DeliveryStatus.TOO_LARGE:
             self._failed += 1
+            self._sink_works = False
             _metrics.BATCHES_FAILED.labels("too_large").inc()
-            self._batch_size = max(1, len(rows) // 2)
+            previous, self._batch_size = self._batch_size, max(1, len(rows) // 2)
             _metrics.BATCH_SIZE.set(self._batch_size)
             log.warning("sender: batch too large rows=%d next_batch=%d", len(rows), self._batch_size)
-        else:
-            self._failed += 1
-            reason = (
-                result.reason if result.reason in ("http_status", "network", "sink_error") else "sink_error"
-            )
-            _metrics.BATCHES_FAILED.labels(reason).inc()
-            if self._failing_since is None:
-                self._failing_since = time.time()
+            # Even one event is too large for the sink now: wait rather than spin.
+            return previous > 1
+        self._on_failed(result, len(rows))
+        return result.server_error and self._narrow(rows, result)
+
+    def _narrow(self, rows: list[OutboxRow], result: DeliveryResult) -> bool:
+        """After a server error: whether the sender narrowed (and goes on at once) or must back off."""
+        self._server_errors += 1
+        if self._server_errors < self._narrow_after and not self._narrowing:
+            return False
+        self._narrowing = True
+        if len(rows) > 1:
+            self._batch_size = max(1, len(rows) // 2)
+            _metrics.BATCH_SIZE.set(self._batch_size)
             log.warning(
-                "sender: delivery failed reason=%s rows=%d retry_in_s=%.1f %s",
-                reason,
-                len(rows),
-                self._backoff_s,
-                result.detail,
+                "sender: narrowing after server errors rows=%d next_batch=%d", len(rows), self._batch_size
             )
-        return result
+            return True
+        if len(self._suspects) >= self._suspects_max:
+            return False
+        self._suspects.append(rows[0])
+        log.warning(
+            "sender: event set aside after failing alone event_id=%s %s", rows[0].event_id, result.detail
+        )
+        return True
+
+    async def _probe(self) -> bool:
+        result = await self._deliver([])
+        if result.status is DeliveryStatus.ACCEPTED:
+            self._sink_works = True
+            return True
+        self._on_failed(result, 0)
+        return False
+
+    async def _retry_suspect(self) -> bool:
+        """Try the oldest suspect alone; dead-letter it if it fails again while the sink works."""
+        row = self._suspects[0]
+        sink_worked = self._sink_works
+        result = await self._deliver([row])
+        if result.status is DeliveryStatus.ACCEPTED:
+            self._suspects.pop(0)
+            await self._outbox.remove([row.seq])
+            self._on_accepted(result, 1)
+            return True
+        self._on_failed(result, 1)
+        if not (result.server_error and sink_worked):
+            return False
+        self._suspects.pop(0)
+        reason = f"{result.reason}: {result.detail}"[:500]
+        await self._outbox.dead_letter(row, reason)
+        self._dead_lettered += 1
+        self._server_errors = 0
+        self._narrowing = bool(self._suspects)
+        log.error("sender: event dead-lettered event_id=%s reason=%s", row.event_id, reason)
+        return True
+
+    def _on_failed(self, result: DeliveryResult, rows: int) -> None:
+        self._failed += 1
+        self._sink_works = False
+        self._accepted_in_a_row = 0
+        reason = result.reason if result.reason in ("http_status", "network", "sink_error") else "sink_error"
+        _metrics.BATCHES_FAILED.labels(reason).inc()
+        if not result.server_error:
+            self._server_errors = 0
+        if self._failing_since is None:
+            self._failing_since = time.time()
+        log.warning(
+            "sender: delivery failed reason=%s rows=%d retry_in_s=%.1f %s",
+            reason,
+            rows,
+            self._backoff_s,
+            result.detail,
+        )
 
     def _on_accepted(self, result: DeliveryResult, rows: int) -> None:
         now = time.time()
@@ -138,6 +234,8 @@ class Sender:
         self._last_accepted_at = now
         self._failing_since = None
         self._backoff_s = self._backoff_min_s
+        self._server_errors = 0
+        self._sink_works = True
         _metrics.BATCHES_SENT.inc()
         _metrics.LAST_ACCEPTED.set(now)
         _metrics.EVENTS_DELIVERED.labels("accepted").inc(result.accepted)
@@ -147,7 +245,10 @@ class Sender:
             _metrics.EVENTS_DELIVERED.labels("refused").inc(len(result.refused))
             for refusal in result.refused:
                 log.warning("sender: event refused event_id=%s reason=%s", refusal.event_id, refusal.reason)
-        if self._batch_size < self._batch_max:
+        self._accepted_in_a_row += 1
+        if self._narrowing and not self._suspects and self._accepted_in_a_row >= 2:
+            self._narrowing = False
+        if self._batch_size < self._batch_max and not self._narrowing:
             self._batch_size = min(
                 self._batch_max, self._batch_size + max(1, math.ceil(self._batch_size / 4))
             )
@@ -163,13 +264,10 @@ class Sender:
         """Send batches until the outbox is empty (True) or a delivery failed (False)."""
         async with self._send_lock:
             while True:
-                result = await self._send_one()
-                if result is None:
+                went_on = await self._send_one()
+                if went_on is None:
                     return True
-                if result.status is DeliveryStatus.RETRY:
-                    return False
-                if result.status is DeliveryStatus.TOO_LARGE and self._batch_size == 1:
-                    # Even one event is too large for the sink now: wait rather than spin.
+                if not went_on:
                     return False
 
     async def _back_off(self) -> None:
@@ -195,5 +293,6 @@ class Sender:
         task_status.started()
         while True:
             await self._wait_for_work()
+            await self._outbox.refresh()
             if self._outbox.depth and not await self._send_until_empty_or_failure():
                 await self._back_off()

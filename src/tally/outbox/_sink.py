@@ -3,7 +3,8 @@
 A sink answers each batch with a ``DeliveryResult``. The sender's rules hang
 on the status alone: ``ACCEPTED`` deletes the rows (items the API refused are
 counted, never retried: they are dead-lettered there), ``TOO_LARGE`` halves
-the batch, ``RETRY`` keeps the rows and backs off. A sink never raises for a
+the batch, ``RETRY`` keeps the rows and backs off (a ``server_error`` RETRY
+repeated on one batch makes the sender look for the one item at fault). A sink never raises for a
 delivery problem; a raised exception is a bug and the sender treats it as
 ``RETRY`` so that nothing committed is lost.
 """
@@ -50,6 +51,9 @@ class DeliveryResult:
     # For RETRY: "http_status", "network" or "sink_error", and a detail for the log line.
     reason: str = ""
     detail: str = ""
+    # For RETRY: the sink itself failed on this batch (a 5xx, or the in-process store raised), so one
+    # of its items may be what it cannot take; the sender narrows the batch to find it.
+    server_error: bool = False
 
 
 class EventSink(Protocol):
@@ -125,6 +129,7 @@ class HttpSink:
                 DeliveryStatus.RETRY,
                 reason="http_status",
                 detail=f"status={response.status_code} body={response.text[:200]!r}",
+                server_error=response.status_code >= 500,
             )
         try:
             answer = response.json()
@@ -164,7 +169,10 @@ class IngestSink:
         except Exception as exc:
             # The store being down is the in-process twin of a 5xx: the rows wait for it.
             return DeliveryResult(
-                DeliveryStatus.RETRY, reason="sink_error", detail=f"{type(exc).__name__}: {exc}"
+                DeliveryStatus.RETRY,
+                reason="sink_error",
+                detail=f"{type(exc).__name__}: {exc}",
+                server_error=True,
             )
         refused = tuple(
             Refusal(int(r.index), str(r.event_id or ""), str(r.reason))

@@ -7,10 +7,12 @@ functions in ``_rules``; ``run_sync`` is the lifecycle around them.
 """
 
 from ._adapter import ADAPTERS as ADAPTERS
+from ._adapter import AccountCheck as AccountCheck
 from ._adapter import Adapter as Adapter
 from ._adapter import ObserveRequest as ObserveRequest
 from ._adapter import Progress as Progress
 from ._adapter import adapter_class as adapter_class
+from ._adapter import check_adapter_environments as check_adapter_environments
 from ._adapter import validate_adapter_config as validate_adapter_config
 from ._booking import BATCH_SIZE as BATCH_SIZE
 from ._booking import event_of as event_of
@@ -66,6 +68,7 @@ from ._service import SyncService as SyncService
 __all__ = [
     "ADAPTERS",
     "BATCH_SIZE",
+    "AccountCheck",
     "Adapter",
     "CloudsReadiness",
     "Correction",
@@ -95,6 +98,7 @@ __all__ = [
     "absence_delete_instant",
     "adapter_class",
     "cap_errors",
+    "check_adapter_environments",
     "create_instant",
     "create_missing_from_history",
     "deferral_of_absence_delete",

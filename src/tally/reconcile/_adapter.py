@@ -19,7 +19,7 @@ that reconciles nothing never imports a platform's client libraries.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -49,9 +49,23 @@ class Progress:
             self._active.remove(listing)
 
     def current(self) -> str:
+        return self.running()[0]
+
+    def running(self) -> list[str]:
+        """Every listing in flight, once each in start order ("enumerating image"), else the phase."""
         if self._active:
-            return f"enumerating {self._active[0]}"
-        return self.phase
+            return [f"enumerating {listing}" for listing in dict.fromkeys(self._active)]
+        return [self.phase]
+
+
+@dataclass(slots=True)
+class AccountCheck:
+    """What an adapter's account check (``tally check-cloud``) established and what it found wrong.
+
+    An adapter class may define ``async check_account(entry) -> AccountCheck`` (a staticmethod)."""
+
+    ok: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +101,14 @@ def validate_adapter_config(entry: CloudEntry) -> str | None:
     cls = adapter_class(entry.adapter)
     check: Callable[[CloudEntry], str | None] = getattr(cls, "validate_config")  # noqa: B009
     return check(entry)
+
+
+def check_adapter_environments(entries: Iterable[CloudEntry]) -> None:
+    """Let each adapter the entries name check the process environment once, at startup.
+
+    An adapter class may define ``check_environment()`` (a staticmethod that logs what it finds);
+    the framework knows it by this name only, so it never imports a platform's package."""
+    for name in sorted({e.adapter for e in entries}):
+        check: Callable[[], object] | None = getattr(adapter_class(name), "check_environment", None)
+        if check is not None:
+            check()

@@ -2,13 +2,15 @@
 
 Label sets are fixed; each cloud's children are created at zero when the
 service learns the cloud, so a rate over them is defined from the first scrape.
+The last completed run is restored from ``sync_runs`` when the service starts
+(``restore_completed``), so a restart does not reset the stale-sync alert's clock.
 """
 
 from __future__ import annotations
 
 import time
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter, Gauge, Histogram
 
 from ._model import Deferral, Kind
 
@@ -26,6 +28,17 @@ DEFERRED = Counter(
     "Corrections left to a later run, by reason (transitional, recent).",
     ["cloud", "reason"],
 )
+SYNC_DURATION = Histogram(
+    "tally_sync_duration_seconds",
+    "Wall-clock time of a sync run from its lock to its recorded row, by outcome (completed, failed).",
+    ["cloud", "status"],
+    # Around the default 45 s budget, where "close to the budget" must be readable.
+    buckets=(0.5, 1, 2.5, 5, 10, 20, 30, 40, 45, 60, 90, 120, 300, 900, 3600),
+)
+SYNC_BUDGET = Gauge(
+    "tally_sync_budget_seconds",
+    "TALLY_REPORTING_SYNC_BUDGET_S: a run still working then ends failed (the near-budget alert reads it).",
+)
 LAST_COMPLETED = Gauge(
     "tally_sync_last_completed_timestamp_seconds",
     "Wall-clock instant the cloud's last completed run finished (0 until one has).",
@@ -33,7 +46,8 @@ LAST_COMPLETED = Gauge(
 )
 LAST_COMPLETED_AGE = Gauge(
     "tally_sync_last_completed_age_seconds",
-    "Seconds since the cloud's last completed run finished, or since this process started if none has.",
+    "Seconds since the cloud's last completed run finished (as sync_runs records it), "
+    "or since this process started if none has.",
     ["cloud"],
 )
 CONFIG_INVALID = Gauge(
@@ -44,14 +58,17 @@ CONFIG_INVALID = Gauge(
 
 ACTIONS = {Kind.CREATE: "created", Kind.UPDATE: "updated", Kind.DELETE: "deleted"}
 _STARTED = time.time()
-# Invariant: holds a cloud only once one of its runs completed in this process.
+# Invariant: holds a cloud only once one of its runs completed (in this process, or restored from the store).
 _finished: dict[str, float] = {}
 
 
-def mark_completed(cloud: str) -> None:
-    """Record that a run of ``cloud`` completed now (wall clock, whatever instant it was told)."""
-    _finished[cloud] = time.time()
-    LAST_COMPLETED.labels(cloud).set(_finished[cloud])
+def mark_completed(cloud: str, finished_at: float | None = None) -> None:
+    """Record that a run of ``cloud`` completed at ``finished_at`` (Unix time; default now, the wall
+    clock whatever instant the run was told); an older instant than the one held never moves it back."""
+    instant = time.time() if finished_at is None else finished_at
+    if instant >= _finished.get(cloud, 0.0):
+        _finished[cloud] = instant
+        LAST_COMPLETED.labels(cloud).set(instant)
 
 
 def init_cloud(cloud: str) -> None:
@@ -65,6 +82,8 @@ def init_cloud(cloud: str) -> None:
         DEFERRED.labels(cloud, reason.value)
     LAST_COMPLETED.labels(cloud)
     CONFIG_INVALID.labels(cloud)
+    for status in ("completed", "failed"):
+        SYNC_DURATION.labels(cloud, status)
 
     def age() -> float:
         return time.time() - _finished.get(cloud, _STARTED)

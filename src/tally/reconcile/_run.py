@@ -25,6 +25,7 @@ only completed runs count for it.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -62,6 +63,7 @@ class SyncStore(Protocol):
         self, run_id: str, status: Any, stats: Any, completed_at: datetime | None = None
     ) -> None: ...
     async def last_completed_sync_started_at(self, cloud: str) -> datetime | None: ...
+    async def list_sync_runs(self, cloud: str) -> list[dict[str, Any]]: ...
     async def sync_runs_between(
         self, cloud: str, after: datetime, before: datetime, *, limit: int | None = None
     ) -> list[dict[str, Any]]: ...
@@ -163,6 +165,7 @@ async def _locked_run(
     log.info("sync started cloud=%s sync_run_id=%s at=%s bound=%s", cloud, run_id, poll_at.isoformat(), bound)
     stats = RunStats()
     progress = Progress()
+    began = time.monotonic()
     try:
         try:
             with Budget(settings.budget_s):
@@ -172,9 +175,9 @@ async def _locked_run(
                     entry, store, pipeline, open_adapter, settings, poll_at, bound, run_id, stats, progress
                 )
         except BudgetExceeded:
-            stats.errors.append(
-                f"listing the resources of {cloud}: the run ended while {progress.current()}: "
-                "context deadline exceeded"
+            stats.errors.extend(
+                f"listing the resources of {cloud}: the run ended while {doing}: context deadline exceeded"
+                for doing in progress.running()
             )
         except RunAborted as exc:
             stats.errors.append(str(exc))
@@ -185,16 +188,17 @@ async def _locked_run(
     except BaseException:
         stats.errors.append(f"the run of {cloud} was cancelled while {progress.current()}")
         with anyio.CancelScope(shield=True):
-            await _finish(store, cloud, run_id, stats)
+            await _finish(store, cloud, run_id, stats, began)
         raise
-    return await _finish(store, cloud, run_id, stats)
+    return await _finish(store, cloud, run_id, stats, began)
 
 
-async def _finish(store: SyncStore, cloud: str, run_id: str, stats: RunStats) -> SyncOutcome:
+async def _finish(store: SyncStore, cloud: str, run_id: str, stats: RunStats, began: float) -> SyncOutcome:
     status = RunStatus.FAILED if stats.errors else RunStatus.COMPLETED
     document = stats.to_json()
     await store.finish_sync_run(run_id, status.value, document, utc_now())
     _metrics.SYNC_RUNS.labels(cloud, status.value).inc()
+    _metrics.SYNC_DURATION.labels(cloud, status.value).observe(time.monotonic() - began)
     if stats.errors:
         _metrics.SYNC_ERRORS.labels(cloud).inc(len(stats.errors))
         log.warning(

@@ -15,13 +15,14 @@ records the reason in a failed sync_runs row, as the seed says.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from tally.config import CloudEntry, Settings, load_clouds_config
 
 from . import _metrics
-from ._adapter import Adapter, adapter_class, validate_adapter_config
+from ._adapter import Adapter, adapter_class, check_adapter_environments, validate_adapter_config
 from ._booking import IngestsEvents
 from ._model import Status, SyncOutcome
 from ._run import RunSettings, SyncStore, run_sync
@@ -52,6 +53,7 @@ class SyncService:
         self._settings = settings
         self._open_adapter = open_adapter
         self._problems: dict[str, str] = {}
+        _metrics.SYNC_BUDGET.set(settings.budget_s)
         for entry in entries:
             _metrics.init_cloud(entry.cloud)
             reason = validate_adapter_config(entry)
@@ -65,17 +67,24 @@ class SyncService:
         """The service of a daemon: the clouds config file it names (none: no cloud).
 
         Raises ``CloudsConfigError`` for a file that cannot be used (the process must not start);
-        warns when OS_CLIENT_CONFIG_FILE is unset and an OpenStack cloud is configured."""
+        each configured adapter then checks its environment (an OpenStack one warns when
+        OS_CLIENT_CONFIG_FILE is unset)."""
         path = settings.reporting_clouds_config
         entries = load_clouds_config(path) if path is not None else ()
-        if any(e.adapter == "openstack" for e in entries):
-            from tally.openstack import warn_if_unpinned
-
-            warn_if_unpinned()
+        check_adapter_environments(entries)
         run_settings = RunSettings(
             settle_s=settings.reporting_sync_settle_s, budget_s=settings.reporting_sync_budget_s
         )
         return cls(entries, store=store, pipeline=pipeline, settings=run_settings)
+
+    async def restore_last_completed(self) -> None:
+        """Set each cloud's last-completed gauges from its newest completed row in ``sync_runs``, so
+        that the stale-sync alert measures from the record, not from this process's start."""
+        for cloud in sorted(self._entries):
+            finished = last_completed_at(await self._store.list_sync_runs(cloud))
+            if finished is not None:
+                _metrics.mark_completed(cloud, finished.timestamp())
+                log.info("last completed sync restored cloud=%s completed_at=%s", cloud, finished.isoformat())
 
     @property
     def entries(self) -> Mapping[str, CloudEntry]:
@@ -121,3 +130,9 @@ class SyncService:
             stats=outcome.to_json()["stats"],
             failed=outcome.status is Status.FAILED,
         )
+
+
+def last_completed_at(runs: Iterable[Mapping[str, Any]]) -> datetime | None:
+    """The newest ``completed_at`` among the completed runs (shaped as ``Store.get_sync_run`` answers)."""
+    instants = [r["completed_at"] for r in runs if r["status"] == "completed" and r["completed_at"]]
+    return max(instants, default=None)

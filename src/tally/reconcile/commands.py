@@ -14,10 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tally.config import CloudsConfigError, Settings, load_clouds_config
+from tally.config import CloudEntry, CloudsConfigError, Settings, load_clouds_config
 from tally.core import InstantError, parse_instant
+
+from ._adapter import AccountCheck
 
 
 def register(subparsers: Any) -> None:
@@ -73,8 +76,7 @@ async def run_sync_command(args: argparse.Namespace) -> int:
 
 
 async def run_check_command(args: argparse.Namespace) -> int:
-    from tally.openstack import AdapterConfigError, parse_adapter_config
-    from tally.openstack._check import check_cloud
+    from ._adapter import adapter_class, validate_adapter_config
 
     settings = Settings()
     if settings.reporting_clouds_config is None:
@@ -86,11 +88,16 @@ async def run_check_command(args: argparse.Namespace) -> int:
     entry = entries.get(args.cloud)
     if entry is None:
         return _fail(f"no cloud {args.cloud!r} is configured")
-    try:
-        adapter_settings = parse_adapter_config(entry.adapter_config)
-    except AdapterConfigError as exc:
-        return _fail(f"cloud {args.cloud}: {exc}")
-    report = await check_cloud(adapter_settings)
+    reason = validate_adapter_config(entry)
+    if reason is not None:
+        return _fail(f"cloud {args.cloud}: {reason}")
+    # The adapter's own account check, known by name only: the framework imports no platform package.
+    check: Callable[[CloudEntry], Awaitable[AccountCheck]] | None = getattr(
+        adapter_class(entry.adapter), "check_account", None
+    )
+    if check is None:
+        return _fail(f"the {entry.adapter} adapter has no account check")
+    report = await check(entry)
     for line in report.ok:
         print(f"ok       {line}")
     for line in report.findings:

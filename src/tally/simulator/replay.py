@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -55,8 +55,16 @@ def read_lines(path: Path) -> list[Line]:
     return out
 
 
-async def replay(lines: Sequence[Line], sink: Sink, *, factor: float) -> int:
-    """Publish ``lines`` in order, paced at ``factor``; returns how many were published."""
+async def replay(
+    lines: Sequence[Line],
+    sink: Sink,
+    *,
+    factor: float,
+    on_progress: Callable[[int, int], None] = lambda sent, total: None,
+) -> int:
+    """Publish ``lines`` in order, paced at ``factor``; returns how many were published.
+
+    ``on_progress(sent, total)`` is called after each confirmed window."""
     first = next((line.timestamp for line in lines if line.timestamp is not None), None)
     began = time.monotonic()
     sent = 0
@@ -70,14 +78,17 @@ async def replay(lines: Sequence[Line], sink: Sink, *, factor: float) -> int:
                     await sink.publish_many(pending)
                     sent += len(pending)
                     pending = []
+                    on_progress(sent, len(lines))
                 await anyio.sleep(wait)
         pending.append((line.exchange, line.routing_key, line.body))
         if len(pending) >= CONFIRM_WINDOW:
             await sink.publish_many(pending)
             sent += len(pending)
             pending = []
+            on_progress(sent, len(lines))
     if pending:
         await sink.publish_many(pending)
         sent += len(pending)
+    on_progress(sent, len(lines))
     log.info("replay finished published=%d seconds=%.1f", sent, time.monotonic() - began)
     return sent

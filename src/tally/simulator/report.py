@@ -1,9 +1,12 @@
 """The HTML report of a comparison: one self-contained file, an inline SVG timeline per differing resource.
 
-Each timeline draws two lanes over the month, the oracle's intervals above and the stored ones below,
-coloured by state and labelled with state and size; the spans where they differ are shaded (amber
-when tolerated, red when off), and each is listed with its verdict: the cause, and for a tolerated
-one the correction and the run it rests on. No script, no external asset: the file can
+Each timeline draws two lanes over the resource's own life, the oracle's intervals above and the
+stored ones below, coloured by state, separated at every change and labelled with state and size
+where the label fits; a size change within one state is marked with a triangle. The spans where the
+lanes differ are shaded (amber when tolerated, red when off) and widened to be seen
+(``_timeline_scale``: the axis is cut at each change, so widths are not to scale, and the axis
+labels the cuts without overlapping). Each difference is listed with its verdict: the cause, and for
+a tolerated one the correction and the run it rests on. No script, no external asset: the file can
 be mailed or attached to a ticket as it is.
 """
 
@@ -18,12 +21,15 @@ from typing import Any
 
 from tally.core import Interval, format_instant
 
+from ._timeline_scale import MIN_DIFF_PX, PiecewiseScale, label_positions
 from .compare import Comparison, ResourceDiff
 from .oracle import Oracle
 
 WIDTH = 960
 LANE = 26
 LEFT = 70
+CHAR_PX = 6.2  # the width of a character of the bars' 11 px font, near enough to keep labels inside
+AXIS_LABEL_PX = 100.0  # "07-01 06:00:00" at 10 px, and a gap
 
 _STATE_COLOURS = {
     "active": "#4c9a2a",
@@ -45,20 +51,14 @@ def _size_text(size: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(size.items()))
 
 
-class _Scale:
-    def __init__(self, lo: datetime, hi: datetime) -> None:
-        self.lo, self.span = lo, max((hi - lo).total_seconds(), 1.0)
-
-    def x(self, at: datetime) -> float:
-        seconds = min(max((at - self.lo).total_seconds(), 0.0), self.span)
-        return LEFT + (WIDTH - LEFT - 10) * seconds / self.span
+Span = tuple[datetime, datetime, str, str, Mapping[str, Any]]
 
 
-def _lane(
-    label: str, y: int, spans: Sequence[tuple[datetime, datetime, str, str, Mapping[str, Any]]], scale: _Scale
-) -> list[str]:
+def _lane(label: str, y: int, spans: Sequence[Span], scale: PiecewiseScale) -> list[str]:
     out = [f'<text x="4" y="{y + 17}" class="lane">{html.escape(label)}</text>']
-    for start, end, state, project, size in spans:
+    previous: Span | None = None
+    for span in sorted(spans, key=lambda s: s[0]):
+        start, end, state, project, size = span
         x0, x1 = scale.x(start), scale.x(end)
         title = html.escape(
             f"{format_instant(start)} .. {format_instant(end)}  {state}  {_size_text(size)}  "
@@ -66,55 +66,77 @@ def _lane(
         )
         out.append(
             f'<rect x="{x0:.1f}" y="{y}" width="{max(x1 - x0, 0.8):.1f}" height="{LANE - 4}" '
-            f'fill="{_colour(state)}"><title>{title}</title></rect>'
+            f'fill="{_colour(state)}" stroke="#fff" stroke-width="1"><title>{title}</title></rect>'
         )
-        if x1 - x0 > 60:
-            text = html.escape(f"{state} {_size_text(size)}")[: int((x1 - x0) / 6)]
-            out.append(f'<text x="{x0 + 3:.1f}" y="{y + 15}" class="bar">{text}</text>')
+        if previous is not None and previous[2] == state and previous[4] != size:
+            out.append(
+                f'<path d="M{x0 - 5:.1f},{y - 1} L{x0 + 5:.1f},{y - 1} L{x0:.1f},{y + 6} Z" class="resize">'
+                f"<title>size {html.escape(_size_text(previous[4]))} to {html.escape(_size_text(size))} "
+                f"at {format_instant(start)}</title></path>"
+            )
+        fits = int((x1 - x0 - 6) / CHAR_PX)
+        if fits >= 4:
+            text = f"{state} {_size_text(size)}"
+            shown = text if len(text) <= fits else text[: fits - 1] + "…"
+            out.append(f'<text x="{x0 + 3:.1f}" y="{y + 15}" class="bar">{html.escape(shown)}</text>')
+        previous = span
+    return out
+
+
+def _axis(scale: PiecewiseScale, y: int) -> list[str]:
+    xs = list(scale.xs)
+    out = [f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 3}" class="tick"/>' for x in xs]
+    same_day = scale.lo.date() == scale.hi.date()
+    for i in label_positions(xs, label_px=AXIS_LABEL_PX):
+        at = scale.breaks[i]
+        text = f"{at:%H:%M:%S}" if same_day else f"{at:%m-%d %H:%M:%S}"
+        anchor = "start" if i == 0 else "end" if i == len(xs) - 1 else "middle"
+        out.append(f'<text x="{xs[i]:.1f}" y="{y + 14}" text-anchor="{anchor}" class="axis">{text}</text>')
     return out
 
 
 def timeline_svg(
     diff: ResourceDiff,
-    oracle_intervals: Sequence[tuple[datetime, datetime, str, str, Mapping[str, Any]]],
+    oracle_intervals: Sequence[Span],
     stored: Sequence[Interval],
     period_from: datetime,
     period_to: datetime,
 ) -> str:
-    """The two lanes of one resource, and its differences shaded over both."""
-    scale = _Scale(period_from, period_to)
-    height = 2 * LANE + 30
+    """The two lanes of one resource over its life, and its differences shaded and widened over both."""
+
+    def clip(at: datetime) -> datetime:
+        return min(max(at, period_from), period_to)
+
+    stored_spans = [
+        (clip(i.start), clip(i.end or period_to), i.state, i.project_id, i.size)
+        for i in stored
+        if (i.end or period_to) > period_from and i.start < period_to
+    ]
+    oracle_spans = [(clip(a), clip(b), st, pr, sz) for a, b, st, pr, sz in oracle_intervals]
+    boundaries = {t for span in (*oracle_spans, *stored_spans) for t in span[:2]}
+    differing = [(clip(d.start), clip(d.end)) for d in diff.differences]
+    scale = PiecewiseScale.build(boundaries, differing, left=LEFT, width=WIDTH - LEFT - 12)
+    height = 2 * LANE + 34
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
         f'viewBox="0 0 {WIDTH} {height}" role="img">'
     ]
-    for d in diff.differences:
-        x0, x1 = scale.x(d.start), scale.x(d.end)
+    parts += _lane("oracle", 8, oracle_spans, scale)
+    parts += _lane("stored", LANE + 10, stored_spans, scale)
+    for d, (start, end) in zip(diff.differences, differing, strict=True):
+        x0, x1 = scale.x(start), scale.x(end)
         fill = "#f5b041" if d.tolerated else "#e74c3c"
         parts.append(
-            f'<rect x="{x0:.1f}" y="0" width="{max(x1 - x0, 1.5):.1f}" height="{2 * LANE + 4}" fill="{fill}" '
-            f'opacity="0.35"><title>{html.escape(", ".join(d.fields))} differ '
-            f"{format_instant(d.start)} .. {format_instant(d.end)}</title></rect>"
+            f'<rect x="{x0:.1f}" y="4" width="{max(x1 - x0, 2.0):.1f}" height="{2 * LANE + 6}" fill="{fill}" '
+            f'fill-opacity="0.45" stroke="{fill}" stroke-width="2"><title>{html.escape(", ".join(d.fields))} '
+            f"differ {format_instant(d.start)} .. {format_instant(d.end)}</title></rect>"
         )
-    parts += _lane("oracle", 2, oracle_intervals, scale)
-    stored_spans = [
-        (i.start, i.end or period_to, i.state, i.project_id, i.size)
-        for i in stored
-        if (i.end or period_to) > period_from and i.start < period_to
-    ]
-    parts += _lane("stored", LANE + 4, stored_spans, scale)
-    axis_y = 2 * LANE + 18
-    day = period_from
-    while day <= period_to:
-        x = scale.x(day)
-        parts.append(
-            f'<line x1="{x:.1f}" y1="{2 * LANE + 6}" x2="{x:.1f}" y2="{2 * LANE + 9}" class="tick"/>'
-        )
-        if day.day % 5 == 1 or day == period_from:
-            parts.append(f'<text x="{x - 8:.1f}" y="{axis_y + 6}" class="axis">{day:%m-%d}</text>')
-        day = day.replace(hour=0, minute=0, second=0, microsecond=0)
-        day = datetime.fromordinal(day.toordinal() + 1).replace(tzinfo=period_from.tzinfo)
+    parts += _axis(scale, 2 * LANE + 12)
     parts.append("</svg>")
+    parts.append(
+        '<p class="note">The axis is cut at every change and each differing span is widened to at least '
+        f"{MIN_DIFF_PX:g} px: widths are not to scale; hover a bar or a span for its instants.</p>"
+    )
     return "".join(parts)
 
 
@@ -127,6 +149,7 @@ th { background: #f0f0f0; } td:first-child, th:first-child { text-align: left; }
 section { margin: 1.5em 0; } code { font-size: 0.9em; }
 svg text.lane { font-size: 12px; } svg text.bar { font-size: 11px; fill: #fff; }
 svg text.axis { font-size: 10px; fill: #555; } svg line.tick { stroke: #555; }
+svg path.resize { fill: #111; } p.note { font-size: 0.8em; color: #666; margin-top: 0; }
 """
 
 

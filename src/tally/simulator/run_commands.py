@@ -23,13 +23,16 @@ import anyio
 from rich.console import Console
 
 from tally.config import Settings
+from tally.usage import ExportError, read_export
 
+from ._console_log import ThrottledLine, simulator_logging
 from .clock import ClockError, PublishProgress, VirtualClock
 from .compare import Comparison, compare
 from .faults import FAULTS, FaultError, parse_faults
 from .files import NotificationFileError, write_month
 from .generator import GeneratorError, Month, generate_month
 from .oracle import Oracle, OracleError, read_oracle
+from .usage_check import check_usage, summary_lines
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +169,13 @@ def register_simulator(sub: Any) -> None:
         help="the month's scale: regenerate its world to learn the platform's creation instants",
     )
     cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    cp.add_argument(
+        "--usage",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also check this per-resource usage export (tally usage, CSV or JSON) against the oracle",
+    )
     cp.set_defaults(handler=compare_command)
 
 
@@ -271,7 +281,7 @@ async def simulate_command(args: argparse.Namespace) -> int:
     )
     console = _console()
     try:
-        with ProgressView(Console(stderr=True)) as view:
+        with simulator_logging(args.faults), ProgressView(Console(stderr=True)) as view:
             result = await simulate(options, month=month, on_progress=view.callback())
     except (PublishError, SimulateError) as exc:
         return _fail("simulate", exc)
@@ -279,6 +289,8 @@ async def simulate_command(args: argparse.Namespace) -> int:
         _write_json(args.json, result.to_doc())
     console.print(summary_table(result))
     console.print(quantities_table(result.comparison))
+    for line in summary_lines(result.usage):
+        console.print(line, highlight=False)
     if result.comparison.resources:
         console.print(differences_table(result.comparison))
     if args.report is not None:
@@ -423,8 +435,14 @@ async def replay_command(args: argparse.Namespace) -> int:
     except (NotificationFileError, PublishError, ValueError, OSError) as exc:
         return _fail("simulator replay", exc)
     try:
+        shown = ThrottledLine(lambda sent, total, eta: f"replay published={sent}/{total} eta={eta}")
         async with AmqpSink(amqp, allow_remote=args.allow_remote_broker) as sink:
-            sent = await replay(lines, sink, factor=args.factor)
+            sent = await replay(
+                lines,
+                sink,
+                factor=args.factor,
+                on_progress=lambda sent, total: shown.update(sent, total, final=sent == total),
+            )
     except PublishError as exc:
         return _fail("simulator replay", exc)
     print(f"replayed {sent} notifications to {redact(amqp)}", flush=True)
@@ -482,10 +500,19 @@ async def compare_command(args: argparse.Namespace) -> int:
     except StoredReadError as exc:
         return _fail("simulator compare", exc)
     comparison = compare(oracle, record, settle=timedelta(seconds=args.settle), platform_created=created)
+    usage = None
+    if args.usage is not None:
+        try:
+            usage = check_usage(oracle, read_export(args.usage.read_bytes()), comparison)
+        except (ExportError, OSError) as exc:
+            return _fail("simulator compare", exc)
     if args.json:
         import orjson
 
-        sys.stdout.write(orjson.dumps(comparison.to_doc(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        doc = comparison.to_doc() | ({"usage_export": usage.to_doc()} if usage is not None else {})
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         print_differences(comparison, console)
-    return 0 if comparison.passed else 1
+        for line in summary_lines(usage) if usage is not None else []:
+            console.print(line, highlight=False)
+    return 0 if comparison.passed and (usage is None or usage.passed) else 1

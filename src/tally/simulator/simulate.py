@@ -58,6 +58,8 @@ from .fakecloud import (
 from .generator import Month, generate_month
 from .publisher import AmqpSink, BusSink, Publisher, Sink, add_release_route, redact
 from .stored import record_of_store
+from .usage_check import UsageCheck, check_usage
+from .usage_export import export_of_store
 from .vhost import RunBroker, run_broker
 
 log = logging.getLogger(__name__)
@@ -141,6 +143,7 @@ class Progress:
 class SimulateResult:
     month: Month
     comparison: Comparison
+    usage: UsageCheck
     stored: dict[tuple[str, str], tuple[Interval, ...]]
     progress: Progress
     ingest: dict[str, IngestTally]
@@ -153,7 +156,7 @@ class SimulateResult:
 
     @property
     def passed(self) -> bool:
-        return self.comparison.passed and self.progress.failed_syncs == 0
+        return self.comparison.passed and self.usage.passed and self.progress.failed_syncs == 0
 
     def to_doc(self) -> dict[str, Any]:
         """The run as one JSON document (``tally simulate --json FILE``): the month, what the pipeline
@@ -183,6 +186,7 @@ class SimulateResult:
             "vhost": self.vhost,
             "wall_s": round(self.wall_s, 3),
             "comparison": self.comparison.to_doc(),
+            "usage_export": self.usage.to_doc(),
         }
 
 
@@ -428,6 +432,7 @@ async def simulate(
                     tg.cancel_scope.cancel()
                 vhost = broker.vhost if broker is not None else None
             record = await record_of_store(store, month.cloud)
+            export = await export_of_store(store, month.oracle)
     stored = record.intervals()
     comparison = compare(
         month.oracle,
@@ -435,6 +440,7 @@ async def simulate(
         settle=timedelta(seconds=SETTLE_S),
         platform_created=platform_created(month.world),
     )
+    usage = check_usage(month.oracle, export, comparison)
     progress.published = publish_progress.published
     wall = time.monotonic() - began
     log.info(
@@ -450,6 +456,7 @@ async def simulate(
     return SimulateResult(
         month=month,
         comparison=comparison,
+        usage=usage,
         stored=stored,
         progress=progress,
         ingest=pipeline.by_source,

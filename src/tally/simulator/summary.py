@@ -8,11 +8,19 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from tally.core import format_instant
 
+from ._console_log import eta_s, format_eta
 from .compare import Comparison
 from .simulate import Progress as RunProgress
 from .simulate import SimulateResult
@@ -28,6 +36,7 @@ class ProgressView:
         self._bar: Progress | None = None
         self._task: Any = None
         self._last = 0.0
+        self._began = time.monotonic()
 
     def __enter__(self) -> ProgressView:
         if self._console.is_terminal:
@@ -39,6 +48,8 @@ class ProgressView:
                     "{task.fields[virtual]}  syncs {task.fields[syncs]}  corrections {task.fields[fixes]}"
                 ),
                 TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
                 console=self._console,
                 transient=True,
             )
@@ -61,9 +72,10 @@ class ProgressView:
         now = time.monotonic()
         if now - self._last >= LOG_EVERY_S:
             self._last = now
+            eta = format_eta(eta_s(p.published, p.total or None, now - self._began))
             print(
                 f"simulate published={p.published}/{p.total} virtual_now={virtual} syncs={p.syncs} "
-                f"corrections={fixes}",
+                f"corrections={fixes} eta={eta}",
                 file=sys.stderr,
                 flush=True,
             )

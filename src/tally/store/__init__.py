@@ -38,8 +38,12 @@ from ._interface import SyncRow as SyncRow
 from ._interface import SyncStatus as SyncStatus
 from ._interface import TokenRole as TokenRole
 from ._interface import UnsupportedStoreUrl as UnsupportedStoreUrl
+from ._interface import UsageScope as UsageScope
+from ._open import dialect_of as dialect_of
 from ._open import hash_secret as hash_secret
 from ._open import open_store as open_store
+from ._probe import ProbeResult as ProbeResult
+from ._probe import probe_store as probe_store
 
 __all__ = [
     "EVENT_GROUPS",
@@ -57,6 +61,7 @@ __all__ = [
     "IngestCredential",
     "MigrationError",
     "Page",
+    "ProbeResult",
     "Project",
     "RejectedEvent",
     "RejectedKey",
@@ -75,6 +80,9 @@ __all__ = [
     "SyncStatus",
     "TokenRole",
     "UnsupportedStoreUrl",
+    "UsageScope",
+    "dialect_of",
     "hash_secret",
     "open_store",
+    "probe_store",
 ]

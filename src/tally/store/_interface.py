@@ -228,6 +228,20 @@ class ResourceFilter:
     status: ResourceStatus = "active"
 
 
+@dataclass(frozen=True, slots=True)
+class UsageScope:
+    """What a usage export reads: the resources matching the filters that may hold usage in
+    ``[start, end)``, with their events dated before ``end`` and received before ``as_of``."""
+
+    start: datetime
+    end: datetime
+    as_of: datetime | None = None
+    cloud: str | None = None
+    platform: str | None = None
+    project_id: str | None = None  # any event of the project: a resource moved away is still read
+    resource_type: str | None = None
+
+
 class BatchWriter(Protocol):
     """A batch being written, opened by ``Store.open_batch``: events are handed over as they pass
     validation, ``finish`` completes the batch, and leaving the block commits it (an error rolls
@@ -318,6 +332,12 @@ class Store(Protocol):
         """Events matching ``filters`` ordered by (timestamp, event_id), strictly after ``after``."""
         ...
 
+    async def list_events_json(
+        self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
+    ) -> Page[dict[str, Any], EventKey]:
+        """The page of ``list_events``, each event as its JSON object (``StoredEvent.to_wire``)."""
+        ...
+
     async def resource_history(self, key: ResourceKey, *, limit: int | None = None) -> list[StoredEvent]:
         """A resource's events in fold order (timestamp, received_at, event_id); at most ``limit`` of them
         (the API asks for 10,001 to tell a history over 10,000 apart)."""
@@ -346,6 +366,13 @@ class Store(Protocol):
         Ordered by bucket then group values."""
         ...
 
+    async def usage_histories(
+        self, scope: UsageScope, *, limit: int = 500, after: ResourceKey | None = None
+    ) -> Page[tuple[ResourceKey, list[StoredEvent]], ResourceKey]:
+        """Up to ``limit`` resources of ``scope`` after ``after`` in key order, each with its events in
+        fold order, payloads cut to ``state`` and ``size`` (what the usage fold reads)."""
+        ...
+
     # -- resources ------------------------------------------------------------------------------------
     async def get_resource(self, key: ResourceKey) -> ResourceRow | None: ...
 
@@ -353,6 +380,12 @@ class Store(Protocol):
         self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None
     ) -> Page[ResourceRow, ResourceKey]:
         """Projection rows matching ``filters`` ordered by key (cloud, resource_type, resource_id)."""
+        ...
+
+    async def list_resources_json(
+        self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None
+    ) -> Page[dict[str, Any], ResourceKey]:
+        """The page of ``list_resources``, each row as its JSON object (``ResourceRow.to_wire``)."""
         ...
 
     async def resource_stats(

@@ -19,6 +19,18 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
+def dialect_of(url: str) -> str:
+    """``sqlite`` or ``postgresql`` for a store URL; ``UnsupportedStoreUrl`` naming the scheme otherwise."""
+    if url.startswith(_SQLITE):
+        return "sqlite"
+    if url.startswith(_POSTGRES):
+        return "postgresql"
+    scheme = url.split(":", 1)[0] if ":" in url else url
+    raise UnsupportedStoreUrl(
+        f"store URL scheme {scheme!r} is not supported (use sqlite:/// or postgresql://)"
+    )
+
+
 @asynccontextmanager
 async def open_store(url: str, *, max_conns: int = 10) -> AsyncIterator[Store]:
     """Open the store ``url`` names for the block, closing its connections after.
@@ -28,15 +40,10 @@ async def open_store(url: str, *, max_conns: int = 10) -> AsyncIterator[Store]:
     ``migrate_up()`` (the daemon does at start unless told not to).
     """
     store: SqliteStore | PostgresStore
-    if url.startswith(_SQLITE):
+    if dialect_of(url) == "sqlite":
         store = SqliteStore(url[len(_SQLITE) :])
-    elif url.startswith(_POSTGRES):
-        store = PostgresStore(url, max_conns=max_conns)
     else:
-        scheme = url.split(":", 1)[0] if ":" in url else url
-        raise UnsupportedStoreUrl(
-            f"store URL scheme {scheme!r} is not supported (use sqlite:/// or postgresql://)"
-        )
+        store = PostgresStore(url, max_conns=max_conns)
     await store.open()
     try:
         yield store

@@ -46,16 +46,21 @@ from ._interface import (
     BatchWriter,
     Bucket,
     DeadLetter,
+    EventFilter,
+    EventKey,
     MigrationError,
+    Page,
+    ResourceFilter,
     StoreError,
     SyncLockHeld,
 )
 from ._migrations import Migration
+from ._pg_pages import EVENT_JSON_SELECT, ROW_JSON_SELECT, events_json_page, resources_json_page
+from ._seam import Tx
 from ._sql import (
     FOLD_ROW_COLUMNS,
     ROW_COLUMNS,
     SqlStore,
-    Tx,
     canonical_json,
     key_order,
     loads_json,
@@ -158,7 +163,7 @@ def _json_param(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"))
 
 
-def _describe(url: str) -> str:
+def describe_url(url: str) -> str:
     """host:port/dbname of a URL, never its password."""
     try:
         info = conninfo_to_dict(url)
@@ -391,7 +396,9 @@ class PostgresStore(SqlStore):
             await self._pool.open(wait=True, timeout=15)
         except PoolTimeout as exc:
             await self._pool.close()
-            raise StoreError(f"cannot connect to PostgreSQL at {_describe(self._url)} within 15 s") from exc
+            raise StoreError(
+                f"cannot connect to PostgreSQL at {describe_url(self._url)} within 15 s"
+            ) from exc
         async with self._pool.connection() as conn:
             await conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
@@ -410,6 +417,18 @@ class PostgresStore(SqlStore):
         async with self._pool.connection() as conn:
             cursor = await conn.execute(_pg(sql), list(params))
             return [tuple(r) for r in await cursor.fetchall()]
+
+    async def list_events_json(
+        self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
+    ) -> Page[dict[str, Any], EventKey]:
+        sql = self.events_page_sql(filters, limit, after, select=EVENT_JSON_SELECT)
+        return events_json_page(await self._fetch(*sql), limit)
+
+    async def list_resources_json(
+        self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None
+    ) -> Page[dict[str, Any], ResourceKey]:
+        sql = self.resources_page_sql(filters, limit, after, select=ROW_JSON_SELECT)
+        return resources_json_page(await self._fetch(*sql), limit)
 
     # -- conversions ----------------------------------------------------------------------------------
     def ts(self, value: datetime) -> Any:

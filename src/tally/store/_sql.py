@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import uuid
 from abc import ABC, abstractmethod
 from collections import defaultdict
@@ -21,7 +20,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
@@ -32,6 +31,7 @@ from tally.core import (
     StoredEvent,
     advance,
     as_utc,
+    may_hold_wide_integer,
     needs_replay,
     project,
     sorted_events,
@@ -66,9 +66,12 @@ from ._interface import (
     SyncReceipts,
     SyncRow,
     SyncStatus,
+    UsageScope,
 )
 from ._migrations import Migration, load_migrations
+from ._seam import Tx
 from ._sql_credentials import CredentialsSql
+from ._usage_sql import usage_histories
 
 log = logging.getLogger(__name__)
 
@@ -112,18 +115,6 @@ REBUILD_BATCH = 100
 VIRTUAL = frozenset({"meta", "partner"})
 
 
-class Tx(Protocol):
-    """One open transaction of a backend."""
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one statement; return the affected row count."""
-        ...
-
-    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
-
-    async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
-
-
 def canonical_json(value: Any) -> str:
     """Compact JSON with sorted keys: equal documents get equal text (the seed rollback compares it)."""
     try:
@@ -133,14 +124,12 @@ def canonical_json(value: Any) -> str:
         return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-_LONG_NUMBER = re.compile(rb"\d{19,}")
-
-
 def loads_json(data: bytes | bytearray | memoryview | str) -> Any:
     """Parse stored JSON: orjson, unless the text may hold an integer beyond 64 bits (orjson would make
     it a float; json keeps it exact)."""
-    raw = data.encode() if isinstance(data, str) else bytes(data)
-    if _LONG_NUMBER.search(raw):
+    raw = data if type(data) is bytes else data.encode() if isinstance(data, str) else bytes(data)
+    # The translate scan, not a regex: a page of 100 rows parses up to 200 documents.
+    if may_hold_wide_integer(raw):
         return json.loads(raw)
     return orjson.loads(raw)
 
@@ -649,21 +638,32 @@ class SqlStore(CredentialsSql, ABC):
             conds.append(("timestamp < ?", self.ts(f.end)))
         return conds
 
-    async def list_events(
-        self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
-    ) -> Page[StoredEvent, EventKey]:
+    def events_page_sql(
+        self, filters: EventFilter, limit: int, after: EventKey | None, select: str = _EVENT_SELECT
+    ) -> tuple[str, list[Any]]:
+        """The statement of a page of ``limit + 1`` events (the extra row tells a next page exists)."""
         conds = self._event_conditions(filters)
         if after is not None:
             conds.append(("(timestamp, event_id) > (?, ?)", (self.ts(after[0]), after[1])))
         where, params = _where(conds)
-        async with self._tx() as tx:
-            recs = await tx.fetchall(
-                f"SELECT {_EVENT_SELECT} FROM events WHERE {where} ORDER BY timestamp, event_id LIMIT ?",
-                [*params, limit + 1],
-            )
+        sql = f"SELECT {select} FROM events WHERE {where} ORDER BY timestamp, event_id LIMIT ?"
+        return sql, [*params, limit + 1]
+
+    async def list_events(
+        self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
+    ) -> Page[StoredEvent, EventKey]:
+        # One statement sees one snapshot: no transaction (on PostgreSQL a BEGIN and a COMMIT, two more
+        # round trips per page).
+        recs = await self._fetch(*self.events_page_sql(filters, limit, after))
         items = [self._stored(r) for r in recs[:limit]]
         next_key = (items[-1].event.timestamp, items[-1].event.event_id) if len(recs) > limit else None
         return Page(items, next_key)
+
+    async def list_events_json(
+        self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
+    ) -> Page[dict[str, Any], EventKey]:
+        page = await self.list_events(filters, limit=limit, after=after)
+        return Page([stored.to_wire() for stored in page.items], page.next_key)
 
     async def resource_history(self, key: ResourceKey, *, limit: int | None = None) -> list[StoredEvent]:
         params: list[Any] = list(key_order(key))
@@ -716,6 +716,11 @@ class SqlStore(CredentialsSql, ABC):
             out.append(item)
         return out
 
+    async def usage_histories(
+        self, scope: UsageScope, *, limit: int = 500, after: ResourceKey | None = None
+    ) -> Page[tuple[ResourceKey, list[StoredEvent]], ResourceKey]:
+        return await usage_histories(self, scope, limit=limit, after=after)
+
     # -- resources ------------------------------------------------------------------------------------
     def _resource_conditions(self, f: ResourceFilter) -> list[tuple[str, Any]]:
         conds: list[tuple[str, Any]] = [
@@ -738,21 +743,33 @@ class SqlStore(CredentialsSql, ABC):
             )
         return self._row(recs[0]) if recs else None
 
-    async def list_resources(
-        self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None
-    ) -> Page[ResourceRow, ResourceKey]:
+    def resources_page_sql(
+        self, filters: ResourceFilter, limit: int, after: ResourceKey | None, select: str = _ROW_SELECT
+    ) -> tuple[str, list[Any]]:
+        """The statement of a page of ``limit + 1`` projection rows."""
         conds = self._resource_conditions(filters)
         if after is not None:
             conds.append(("(cloud, resource_type, resource_id) > (?, ?, ?)", key_order(after)))
         where, params = _where(conds)
-        async with self._tx() as tx:
-            recs = await tx.fetchall(
-                f"SELECT {_ROW_SELECT} FROM current_resources WHERE {where} "
-                "ORDER BY cloud, resource_type, resource_id LIMIT ?",
-                [*params, limit + 1],
-            )
+        sql = (
+            f"SELECT {select} FROM current_resources WHERE {where} "
+            "ORDER BY cloud, resource_type, resource_id LIMIT ?"
+        )
+        return sql, [*params, limit + 1]
+
+    async def list_resources(
+        self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None
+    ) -> Page[ResourceRow, ResourceKey]:
+        # One statement, no transaction: see list_events.
+        recs = await self._fetch(*self.resources_page_sql(filters, limit, after))
         items = [self._row(r) for r in recs[:limit]]
         return Page(items, items[-1].key if len(recs) > limit else None)
+
+    async def list_resources_json(
+        self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None
+    ) -> Page[dict[str, Any], ResourceKey]:
+        page = await self.list_resources(filters, limit=limit, after=after)
+        return Page([row.to_wire() for row in page.items], page.next_key)
 
     async def resource_stats(
         self, group_by: Sequence[str], *, filters: ResourceFilter = ResourceFilter()

@@ -21,7 +21,7 @@ from ._ids import is_uuid
 from ._interface import ApiToken, AuditEntry, Conflict, IngestCredential, RuleViolation, TokenRole
 
 if TYPE_CHECKING:
-    from ._sql import Tx
+    from ._seam import Tx
 
 SHARED_SECRET_BYTES = 32
 _CREDENTIAL_SELECT = "id, platform, cloud, description, created_at, revoked_at, expires_at"

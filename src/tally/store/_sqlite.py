@@ -3,6 +3,10 @@
 One connection serves the process; an anyio lock lets one transaction use it at
 a time, and write transactions start with BEGIN IMMEDIATE so that a second
 process on the same file waits for the writer instead of failing mid-batch.
+BEGIN, COMMIT and ROLLBACK are awaited to their end whatever cancels the caller
+(``_to_the_end``): a caller that stopped waiting would release the connection
+before aiosqlite's thread ran the statement, and the next transaction would find
+one open ("cannot start a transaction within a transaction", D9).
 Instants are stored as fixed-width UTC text (text order is time order), JSON as
 canonical text. The sync lock is a row in ``sync_locks`` with a lease that the
 holder renews while it runs, so a holder that crashed stops blocking once its
@@ -11,15 +15,16 @@ lease runs out.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import anyio
@@ -28,9 +33,11 @@ from tally.core import ResourceKey, as_utc, parse_instant, utc_now
 
 from ._interface import Bucket, MigrationError, SyncLockHeld
 from ._migrations import Migration
-from ._sql import SqlStore, Tx, canonical_json, loads_json
+from ._seam import Tx
+from ._sql import SqlStore, canonical_json, loads_json
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 _STAMP_CACHE_LIMIT = 8192
@@ -60,6 +67,26 @@ def from_stamp(text: str) -> datetime:
     except ValueError:
         return parse_instant(text)
     return parsed if parsed.tzinfo is not None else parse_instant(text)
+
+
+async def _to_the_end(statement: Awaitable[_T]) -> _T:
+    """Await ``statement`` until aiosqlite's thread has run it; a cancellation is delivered after that.
+
+    aiosqlite runs a queued statement whether or not anyone still awaits it. anyio's shield holds
+    back anyio's cancellation, but asyncio's own ``Task.cancel()`` (Quart cancels the handler of a
+    client that went away, or one past its response timeout) passes through it.
+    """
+    future = asyncio.ensure_future(statement)
+    interrupted = False
+    with anyio.CancelScope(shield=True):
+        while not future.done():
+            try:
+                await asyncio.wait((future,))
+            except asyncio.CancelledError:
+                interrupted = True
+    if interrupted:
+        raise asyncio.CancelledError from future.exception()
+    return future.result()
 
 
 class _SqliteTx:
@@ -123,19 +150,15 @@ class SqliteStore(SqlStore):
         async with self._lock:
             conn = self.conn
             try:
-                # Shielded: aiosqlite runs the statement in its thread whether or not we still await it,
-                # so a BEGIN cancelled mid-wait would open a transaction nobody ends.
-                with anyio.CancelScope(shield=True):
-                    await conn.execute("BEGIN IMMEDIATE")
+                await _to_the_end(conn.execute("BEGIN IMMEDIATE"))
                 yield _SqliteTx(conn)
-                with anyio.CancelScope(shield=True):
-                    await conn.execute("COMMIT")
+                await _to_the_end(conn.execute("COMMIT"))
             finally:
                 # Whatever ended the body (an error, a cancellation, a failed COMMIT), the connection
-                # leaves this lock with no transaction open.
+                # leaves this lock with no transaction open. A body statement still running in the
+                # thread runs before this ROLLBACK: the thread takes statements in order.
                 if conn.in_transaction:
-                    with anyio.CancelScope(shield=True):
-                        await conn.execute("ROLLBACK")
+                    await _to_the_end(conn.execute("ROLLBACK"))
 
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         async with self._lock, self.conn.execute(sql, tuple(params)) as cursor:
@@ -187,10 +210,10 @@ class SqliteStore(SqlStore):
         script = f"BEGIN IMMEDIATE;\n{body}\n{record}\nCOMMIT;"
         async with self._lock:
             try:
-                await self.conn.executescript(script)
+                await _to_the_end(self.conn.executescript(script))
             except sqlite3.Error as exc:
                 if self.conn.in_transaction:
-                    await self.conn.execute("ROLLBACK")
+                    await _to_the_end(self.conn.execute("ROLLBACK"))
                 direction = "up" if up else "down"
                 raise MigrationError(
                     f"migration sqlite/{migration.version:04d}_{migration.name} ({direction}) failed: {exc}"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+import re
 import sys
 import uuid
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -41,7 +44,7 @@ def test_a_broken_line_is_named_and_nothing_is_published(
 
 
 def test_replay_puts_the_file_on_rabbitmq_again(
-    tmp_path: Path, amqp_url: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, amqp_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = month_files(tmp_path)
     expected = [orjson.loads(line) for line in path.read_bytes().splitlines()]
@@ -74,6 +77,9 @@ def test_replay_puts_the_file_on_rabbitmq_again(
     bodies = anyio.run(run)
     want = [e["body"].encode() if isinstance(e["body"], str) else orjson.dumps(e["body"]) for e in on_nova]
     assert bodies == want
+    # Progress with an ETA, the last line once every notification is confirmed.
+    progress = [line for line in capsys.readouterr().err.splitlines() if line.startswith("replay published=")]
+    assert progress[-1] == f"replay published={len(expected)}/{len(expected)} eta=0:00"
 
 
 def _history(r: OracleResource, cloud: str, *, end_late: timedelta = timedelta(0)) -> tuple[StoredEvent, ...]:
@@ -110,18 +116,27 @@ def _history(r: OracleResource, cloud: str, *, end_late: timedelta = timedelta(0
 
 
 def test_report_draws_every_differing_resource_oracle_against_stored(tmp_path: Path) -> None:
-    month = generate_month(1, "2026-07", scale=0.3, days=2)
+    month = generate_month(1, "2026-07", scale=0.3, days=4)
     victim = next(
         r
         for r in month.oracle.resources
         if len(r.intervals) == 1 and r.intervals[0].end < month.period_to - timedelta(hours=3)
     )
-    histories = {
-        (r.resource_type, r.resource_id): _history(
-            r, month.cloud, end_late=timedelta(hours=3) if r is victim else timedelta(0)
-        )
+    # A resource whose third interval is a resize (same state, another size), stored 40 s late.
+    resized = next(
+        r
         for r in month.oracle.resources
-    }
+        if len(r.intervals) >= 3
+        and r.intervals[1].state == r.intervals[2].state
+        and r.intervals[1].size != r.intervals[2].size
+    )
+    histories = {}
+    for r in month.oracle.resources:
+        history = list(_history(r, month.cloud, end_late=timedelta(hours=3) if r is victim else timedelta(0)))
+        if r is resized:
+            late = replace(history[2].event, timestamp=history[2].event.timestamp + timedelta(seconds=40))
+            history[2] = StoredEvent(late, late.timestamp)
+        histories[(r.resource_type, r.resource_id)] = tuple(history)
     record = StoredRecord(histories)
     comparison = compare(month.oracle, record, settle=timedelta(0))
     stored = record.intervals()
@@ -130,11 +145,26 @@ def test_report_draws_every_differing_resource_oracle_against_stored(tmp_path: P
     write_report(path, document)
     text = path.read_text()
     assert "Comparison FAILED" in text
-    assert victim.resource_id in text and text.count("<svg") == len(comparison.resources) == 1
+    assert victim.resource_id in text and resized.resource_id in text
+    assert text.count("<svg") == len(comparison.resources) == 2
     # A delete three hours late, by no correction: off, and weighed in the quantities table.
     assert "off: delete late" in text and "Quantity-weighted error" in text
     assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "<script" not in text
+    for svg in re.findall(r"<svg.*?</svg>", text, re.DOTALL):
+        # Every differing span is drawn wide enough to see, even the 40 s one in a four-day life.
+        spans = re.findall(r'<rect x="[\d.]+" y="4" width="([\d.]+)"', svg)
+        assert spans and all(float(w) >= 36 for w in spans)
+        # Axis labels never overlap: 100 px apart at least.
+        xs = [
+            float(x) for x in re.findall(r'<text x="([\d.]+)" y="\d+" text-anchor="\w+" class="axis">', svg)
+        ]
+        assert len(xs) >= 2 and all(b - a >= 100 for a, b in itertools.pairwise(xs))
+    resized_svg = re.search(rf"{resized.resource_id}.*?</svg>", text, re.DOTALL)
+    assert resized_svg and 'class="resize"' in resized_svg.group(0)
+    # Drawn over its own life: the victim's axis starts at its creation, not at the month's start.
+    victim_svg = re.search(rf"{victim.resource_id}.*?</svg>", text, re.DOTALL)
+    assert victim_svg and f"{victim.intervals[0].start:%m-%d %H:%M:%S}" in victim_svg.group(0)
 
 
 def test_simulator_run_publishes_the_month_to_rabbitmq(

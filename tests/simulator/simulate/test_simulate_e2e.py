@@ -60,6 +60,22 @@ def test_simulate_sqlite_in_process_bus_passes_with_every_fault(
     assert main([*judged, "--scale", "0.3"]) == 0
     assert "passed" in capsys.readouterr().out
 
+    # The billing path: the month's usage export, taken with tally usage, matches the oracle, and
+    # one second more on one line does not.
+    assert "usage export passed" in printed and ", 0 off" in printed.split("usage export passed")[1]
+    doc = orjson.loads(oracle.read_bytes())
+    export = tmp_path / "usage.csv"
+    window = ["--from", doc["period_from"], "--to", doc["period_to"], "--cloud", doc["cloud"]]
+    assert main(["usage", *window, "--store", store_url, "--out", str(export)]) == 0
+    assert main([*judged, "--scale", "0.3", "--usage", str(export)]) == 0
+    assert "usage export passed" in capsys.readouterr().out
+    header, first, *rest = export.read_bytes().decode().split("\r\n")
+    cells = first.split(",")
+    cells[5] = str(int(cells[5].split(".")[0]) + 1)
+    export.write_bytes("\r\n".join([header, ",".join(cells), *rest]).encode())
+    assert main([*judged, "--scale", "0.3", "--usage", str(export)]) == 1
+    assert "export off" in capsys.readouterr().out
+
     # Another seed's oracle does not match this store: exit 1, and the resources are named.
     other = tmp_path / "other"
     assert main(["simulator", "run", "--seed", "2", *SMALL[2:], "--out", str(other)]) == 0

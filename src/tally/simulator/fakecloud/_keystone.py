@@ -242,18 +242,35 @@ def authenticate(accounts: Accounts, body: object) -> Token:
         user = accounts.user_by(ref)
         if user is None or ref.get("password") != user.password:
             raise _unauthorized()
-        if scope is not None:
-            project = scope.get("project") if isinstance(scope, dict) else None
-            if not isinstance(project, dict):
-                raise _unauthorized()
-            if project.get("id") not in (None, user.project_id):
-                raise _unauthorized()
-            if project.get("id") is None and (
-                project.get("name") != user.project_name or not _domain_ok(project.get("domain"))
-            ):
-                raise _unauthorized()
+        _check_scope(user, scope)
         return Token(user, user.project_id, "admin" in user.roles, None, now + TOKEN_LIFETIME)
+    if methods == ["token"]:
+        # A token for a token (keystoneauth1's token plugin): the same user, expiring with the first one.
+        # A token of an application credential cannot be exchanged, as in keystone.
+        info = identity.get("token")
+        if not isinstance(info, dict) or not info.get("id"):
+            raise _bad_request("id", "token")
+        held = accounts.validate(str(info["id"]))
+        if held is None or held.app_credential is not None:
+            raise _unauthorized()
+        _check_scope(held.user, scope)
+        return Token(held.user, held.user.project_id, held.is_admin, None, held.expires_at)
     raise _unauthorized()
+
+
+def _check_scope(user: User, scope: object) -> None:
+    """Refuse a scope other than the user's one project (by id, or by name within its domain)."""
+    if scope is None:
+        return
+    project = scope.get("project") if isinstance(scope, dict) else None
+    if not isinstance(project, dict):
+        raise _unauthorized()
+    if project.get("id") not in (None, user.project_id):
+        raise _unauthorized()
+    if project.get("id") is None and (
+        project.get("name") != user.project_name or not _domain_ok(project.get("domain"))
+    ):
+        raise _unauthorized()
 
 
 def _stamp(value: datetime) -> str:

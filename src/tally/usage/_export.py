@@ -1,0 +1,199 @@
+"""The usage export over a store: pages of per-resource lines, or the lines of groups.
+
+Both read the store one page of resources at a time (``Store.usage_histories``) and fold each
+resource with ``tally.core.resource_usage`` / ``add_group_usage``, so memory holds one page of
+histories (plus, for groups, one line per group) whatever the size of the cloud.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import anyio
+import anyio.to_thread
+
+from tally.core import (
+    GroupKey,
+    ResourceKey,
+    StoredEvent,
+    UsageLine,
+    UsageWindow,
+    add_group_usage,
+    resource_usage,
+)
+from tally.store import Page, ResourceFilter, Store, UsageScope
+
+PAGE_RESOURCES = 1000
+MAX_WINDOW = timedelta(days=397)  # a year and a month: last year's invoices, with a margin
+RESOURCE_COLUMNS = ("cloud", "resource_type", "resource_id", "project_id")
+
+Progress = Callable[[int], None]  # called with the number of resources just read
+
+
+class WindowError(ValueError):
+    """A window that cannot be answered; ``parameter`` names the bound at fault (``to``)."""
+
+    def __init__(self, parameter: str, message: str, *, too_long: bool = False) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+        self.too_long = too_long
+
+
+def check_window(start: datetime, end: datetime) -> None:
+    if end <= start:
+        raise WindowError("to", "must be later than from")
+    if end - start > MAX_WINDOW:
+        raise WindowError("to", f"the window may span at most {MAX_WINDOW.days} days", too_long=True)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageQuery:
+    window: UsageWindow
+    cloud: str | None = None
+    platform: str | None = None
+    project_id: str | None = None
+    resource_type: str | None = None
+    group_by: tuple[str, ...] = ()
+
+    @property
+    def scope(self) -> UsageScope:
+        w = self.window
+        return UsageScope(
+            start=w.start,
+            end=w.end,
+            as_of=w.as_of,
+            cloud=self.cloud,
+            platform=self.platform,
+            project_id=self.project_id,
+            resource_type=self.resource_type,
+        )
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The members that name a line (besides its state); a group line always names its type, since
+        quantities of two types (a volume's and an image's GB) must never be summed."""
+        if not self.group_by:
+            return RESOURCE_COLUMNS
+        return tuple(dict.fromkeys(["resource_type", *self.group_by]))
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    """One line of the export: the values of ``UsageQuery.columns``, the state, and the usage."""
+
+    values: tuple[str | None, ...]
+    state: str
+    line: UsageLine
+
+
+def _resource_rows(key: ResourceKey, lines: dict[tuple[str, str], UsageLine]) -> list[UsageRow]:
+    if len(lines) == 1:
+        [((project_id, state), line)] = lines.items()
+        return [UsageRow((key.cloud, key.resource_type, key.resource_id, project_id), state, line)]
+    return [
+        UsageRow((key.cloud, key.resource_type, key.resource_id, project_id), state, line)
+        for (project_id, state), line in sorted(lines.items())
+    ]
+
+
+def _page_rows(items: Sequence[tuple[ResourceKey, list[StoredEvent]]], query: UsageQuery) -> list[UsageRow]:
+    rows: list[UsageRow] = []
+    for key, events in items:
+        rows += _resource_rows(key, resource_usage(events, query.window, project_id=query.project_id))
+    return rows
+
+
+async def resource_page(
+    store: Store, query: UsageQuery, *, limit: int, after: ResourceKey | None = None
+) -> tuple[list[UsageRow], ResourceKey | None, int]:
+    """The lines of up to ``limit`` resources after ``after``: (rows, next key or None, resources read)."""
+    page = await store.usage_histories(query.scope, limit=limit, after=after)
+    return _page_rows(page.items, query), page.next_key, len(page.items)
+
+
+async def resource_pages(
+    store: Store,
+    query: UsageQuery,
+    *,
+    after: ResourceKey | None = None,
+    progress: Progress | None = None,
+) -> AsyncIterator[list[UsageRow]]:
+    """Every per-resource line of the query, a page at a time.
+
+    The next page is read while this one is folded (in a worker thread, so that the event loop
+    sends the query and takes its rows meanwhile): the database's time and the fold's overlap."""
+    page = await store.usage_histories(query.scope, limit=PAGE_RESOURCES, after=after)
+    while True:
+        ahead: list[HistoryPage] = []
+        async with anyio.create_task_group() as tg:
+            if page.next_key is not None:
+                tg.start_soon(_read_into, ahead, store, query, page.next_key)
+            rows = await anyio.to_thread.run_sync(_page_rows, page.items, query)
+        if progress is not None:
+            progress(len(page.items))
+        if rows:
+            yield rows
+        if not ahead:
+            return
+        page = ahead[0]
+
+
+HistoryPage = Page[tuple[ResourceKey, list[StoredEvent]], ResourceKey]
+
+
+async def _read_into(into: list[HistoryPage], store: Store, query: UsageQuery, after: ResourceKey) -> None:
+    into.append(await store.usage_histories(query.scope, limit=PAGE_RESOURCES, after=after))
+
+
+def _group_order(item: tuple[GroupKey, UsageLine]) -> tuple[tuple[str, ...], str]:
+    (values, state), _ = item
+    return tuple("" if v is None else v for v in values), state
+
+
+async def group_rows(store: Store, query: UsageQuery, *, progress: Progress | None = None) -> list[UsageRow]:
+    """The lines of every group of ``query.columns`` and state, ordered by their values."""
+    columns = query.columns
+    totals: dict[GroupKey, UsageLine] = {}
+    after: ResourceKey | None = None
+    while True:
+        page = await store.usage_histories(query.scope, limit=PAGE_RESOURCES, after=after)
+        for key, events in page.items:
+            add_group_usage(
+                totals,
+                columns,
+                key.cloud,
+                key.resource_type,
+                events,
+                query.window,
+                project_id=query.project_id,
+            )
+        if progress is not None:
+            progress(len(page.items))
+        if page.next_key is None:
+            break
+        after = page.next_key
+    return [
+        UsageRow(values, state, line) for (values, state), line in sorted(totals.items(), key=_group_order)
+    ]
+
+
+async def resources_in_scope(store: Store, query: UsageQuery) -> int:
+    """How many projection rows the query may read: the total of a progress bar."""
+    filters = ResourceFilter(
+        cloud=query.cloud,
+        platform=query.platform,
+        project_id=query.project_id,
+        resource_type=query.resource_type,
+        status="all",
+    )
+    counts = await store.resource_stats(["cloud"], filters=filters)
+    return sum(int(c["count"]) for c in counts)
+
+
+def rows_after(rows: Sequence[UsageRow], after: tuple[str, ...] | None) -> list[UsageRow]:
+    """Group lines strictly after a cursor's (values..., state), in their order."""
+    if after is None:
+        return list(rows)
+    return [r for r in rows if (*("" if v is None else v for v in r.values), r.state) > after]

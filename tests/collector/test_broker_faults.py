@@ -1,0 +1,183 @@
+"""What a production broker does to the collector, on a RabbitMQ node this module starts for itself.
+
+A service publishes through oslo.messaging's own Notifier, with OpenStack's defaults (non-durable
+exchanges, ``retry=-1``), in a process of its own; the collector runs here. The broker is then
+restarted (which deletes non-durable exchanges and their bindings), frozen (SIGSTOP), put under a
+memory alarm, and has the collector's queue deleted under it (``basic.cancel``). Each time: every
+notification published arrives, and the collector is still running.
+
+``TALLY_TEST_BROKER_RESTARTS`` sets the number of restarts (CI: 3; the figure in docs/collector.md
+is from 10).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from broker_nodes import BrokerNode
+from collector_support import MemorySink, collecting, wait_for
+from prometheus_client import REGISTRY
+
+pytestmark = [pytest.mark.anyio, pytest.mark.rabbitmq]
+
+PUBLISHER = Path(__file__).with_name("oslo_publisher.py")
+RESTARTS = int(os.environ.get("TALLY_TEST_BROKER_RESTARTS", "3"))
+PUBLISHER_LOG = Path(os.environ.get("TMPDIR", "/tmp")) / f"tally-oslo-publisher-{os.getpid()}.log"
+
+
+def _metric(name: str) -> float:
+    return REGISTRY.get_sample_value(name) or 0.0
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerNode]:
+    pytest.importorskip("oslo_messaging")
+    broker = BrokerNode(tmp_path_factory.mktemp("rabbit-node"))
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def vhost(node: BrokerNode) -> Iterator[str]:
+    name = f"v-{uuid.uuid4().hex[:8]}"
+    node.add_vhost(name)
+    try:
+        yield name
+    finally:
+        node.ctl("delete_vhost", name)
+
+
+def _resources(sink: MemorySink) -> set[str]:
+    return {event["resource_id"] for event in sink.events.values()}
+
+
+async def _settled(sink: MemorySink, count: int) -> None:
+    """Until ``count`` resources arrived, or a minute passed: the caller's assertion counts the loss."""
+    with contextlib.suppress(TimeoutError):
+        await wait_for(lambda: len(_resources(sink)) >= count, within=60)
+
+
+@asynccontextmanager
+async def _publishing(url: str, exchange: str, count: int, rate: float) -> AsyncIterator[Any]:
+    """The oslo publisher as a process; waits for it to have published everything on exit. Its log
+    goes to ``PUBLISHER_LOG``."""
+    command = [sys.executable, str(PUBLISHER), url.replace("amqp://", "rabbit://", 1), exchange]
+    with PUBLISHER_LOG.open("ab") as log:
+        process = await anyio.open_process([*command, str(count), str(rate)], stderr=log)
+    try:
+        yield process
+        with anyio.fail_after(180):
+            await process.wait()
+        assert process.returncode == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            with anyio.CancelScope(shield=True):
+                await process.wait()
+
+
+async def test_broker_restarts_lose_nothing_with_openstacks_non_durable_exchanges(
+    node: BrokerNode, vhost: str, tmp_path: Path
+) -> None:
+    url = node.vhost_url(vhost)
+    # Enough to publish through every restart (each takes 6-20 s on a loaded machine).
+    count = 3000 * RESTARTS
+    lost_before = _metric("tally_collector_connections_lost_total")
+    restarted = 0
+    async with collecting(tmp_path, url, "nova") as (sink, _):
+        async with _publishing(url, "nova", count, 150) as publisher:
+            # oslo drops what it publishes before its first connection ever opened: restart only
+            # once the service is connected, as a service in production is.
+            await wait_for(lambda: len(sink.events) > 0, within=60)
+            while restarted < RESTARTS and publisher.returncode is None:
+                began, before = time.monotonic(), len(sink.events)
+                await anyio.to_thread.run_sync(node.restart)
+                restarted += 1
+                print(f"restart {restarted} took {time.monotonic() - began:.1f} s at {before} collected")
+                await wait_for(lambda before=before: len(sink.events) > before, within=30)
+        await _settled(sink, count)
+    assert restarted == RESTARTS, "the publisher finished before every restart was done"
+    missing = {f"vm-{n}" for n in range(count)} - _resources(sink)
+    assert not missing, f"{len(missing)} of {count} lost across {RESTARTS} restarts"
+    # Each restart ends the consuming connection (unless it came before the collector was back).
+    assert 1 <= _metric("tally_collector_connections_lost_total") - lost_before <= RESTARTS
+
+
+async def test_a_frozen_broker_costs_a_reconnect_and_nothing_else(
+    node: BrokerNode, vhost: str, tmp_path: Path
+) -> None:
+    """SIGSTOP for 12 s with a 2 s heartbeat: the collector gives the connection up, tries a broker
+    that accepts TCP but never answers (connect timeout), and consumes again once it is thawed."""
+    url = node.vhost_url(vhost)
+    count = 1500
+    lost_before = _metric("tally_collector_connections_lost_total")
+    async with collecting(tmp_path, url + "?heartbeat=2&connect_timeout=2", "nova") as (sink, collector):
+        async with _publishing(url, "nova", count, 150):
+            await wait_for(lambda: len(sink.events) >= 100, within=60)
+            node.freeze()
+            try:
+                await anyio.sleep(12)
+                assert _metric("tally_collector_connected") == 0
+                assert collector.broker_problem() is not None
+            finally:
+                node.thaw()
+        await _settled(sink, count)
+        assert collector.broker_problem() is None
+    assert _resources(sink) == {f"vm-{n}" for n in range(count)}
+    assert _metric("tally_collector_connections_lost_total") > lost_before
+
+
+async def test_a_memory_alarm_blocks_the_publisher_and_the_collector_goes_on(
+    node: BrokerNode, vhost: str, tmp_path: Path
+) -> None:
+    url = node.vhost_url(vhost)
+    count = 900
+    async with collecting(tmp_path, url, "nova") as (sink, collector):
+        async with _publishing(url, "nova", count, 150):
+            await wait_for(lambda: len(sink.events) >= 100, within=60)
+            node.ctl("set_vm_memory_high_watermark", "0.0000001")
+            try:
+                taken = collector.statistics().taken
+                await anyio.sleep(4)
+                assert collector.broker_problem() is None  # a consumer is not blocked
+                assert collector.statistics().taken >= taken
+            finally:
+                node.ctl("set_vm_memory_high_watermark", "0.4")
+        await _settled(sink, count)
+    assert _resources(sink) == {f"vm-{n}" for n in range(count)}
+
+
+async def test_a_cancelled_consumer_and_a_closed_channel_are_consumed_again(
+    node: BrokerNode, vhost: str, tmp_path: Path
+) -> None:
+    """The queue deleted under the collector (the broker sends basic.cancel), then a channel the
+    broker closes (an ack of a delivery it never sent): each time the collector declares, binds
+    and consumes again within a second, and what is published after is all there."""
+    url = node.vhost_url(vhost)
+    async with collecting(tmp_path, url, "nova") as (sink, collector):
+        queue = collector.settings.osc_queue_name
+        lost_before = _metric("tally_collector_connections_lost_total")
+        node.ctl("delete_queue", "-p", vhost, queue)
+        await wait_for(lambda: _metric("tally_collector_connections_lost_total") > lost_before, within=10)
+        await wait_for(lambda: collector.broker_problem() is None, within=5)
+        assert collector._source is not None and collector._source._connection is not None
+        await collector._source._connection.ack(10**9)
+        await wait_for(lambda: _metric("tally_collector_connections_lost_total") > lost_before + 1, within=10)
+        await wait_for(lambda: collector.broker_problem() is None, within=5)
+        async with _publishing(url, "nova", 300, 300):
+            pass
+        await _settled(sink, 300)
+    assert _resources(sink) == {f"vm-{n}" for n in range(300)}
