@@ -30,6 +30,7 @@ from ._fold import fold_order as fold_order
 from ._fold import lifecycle as lifecycle
 from ._fold import needs_replay as needs_replay
 from ._fold import project as project
+from ._fold import project_at as project_at
 from ._fold import sorted_events as sorted_events
 from ._fold import step as step
 from ._ids import deterministic_event_id as deterministic_event_id
@@ -39,6 +40,7 @@ from ._labels import KNOWN_STATES as KNOWN_STATES
 from ._labels import MAPPED_EVENT_TYPES as MAPPED_EVENT_TYPES
 from ._labels import OTHER as OTHER
 from ._labels import bounded as bounded
+from ._time import INSTANT_EDGE_PATTERN as INSTANT_EDGE_PATTERN
 from ._time import ONE_MICROSECOND as ONE_MICROSECOND
 from ._time import InstantError as InstantError
 from ._time import as_utc as as_utc
@@ -60,6 +62,7 @@ __all__ = [
     "DELETED",
     "EVENT_TYPE_PATTERN",
     "HISTORY_STARTS_WITHOUT_CREATE",
+    "INSTANT_EDGE_PATTERN",
     "KNOWN_EVENT_TYPES",
     "KNOWN_STATES",
     "MAPPED_EVENT_TYPES",
@@ -101,6 +104,7 @@ __all__ = [
     "parse_event",
     "parse_instant",
     "project",
+    "project_at",
     "resource_usage",
     "seconds_text",
     "sorted_events",

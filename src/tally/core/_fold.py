@@ -168,6 +168,12 @@ def project(events: Iterable[StoredEvent]) -> ResourceRow | None:
     return row
 
 
+def project_at(events: Iterable[StoredEvent], at: datetime) -> ResourceRow | None:
+    """The projection row as it stood at ``at``: the same replay over the events dated up to ``at``
+    (an event at ``at`` itself counts, as an interval starts at its event); None when there were none."""
+    return project(e for e in events if e.event.timestamp <= at)
+
+
 def needs_replay(row: ResourceRow | None, new_events: Iterable[StoredEvent]) -> bool:
     """True when an event sorts before the row's newest one: the row must be rebuilt from history."""
     if row is None:

@@ -13,6 +13,11 @@ from datetime import UTC, datetime, timedelta
 ONE_MICROSECOND = timedelta(microseconds=1)
 # RFC 3339 date-time; "T" and "Z" may be lower case (section 5.6). The fraction keeps its dot.
 _RFC3339 = re.compile(r"(\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII)
+# On the first and last day of the range an offset may carry the instant out of it; rather than
+# refuse only the instants that do, both days take UTC alone, a rule the OpenAPI document can state
+# as a pattern (INSTANT_EDGE_PATTERN) so that what it promises is exactly what is accepted.
+INSTANT_EDGE_PATTERN = r"^(?!0001-01-01[Tt].*\+(?!00:00$))(?!9999-12-31[Tt].*-(?!00:00$))"
+_AT_THE_EDGE = re.compile(r"(0001-01-01[Tt].*\+(?!00:00$)|9999-12-31[Tt].*-(?!00:00$))", re.ASCII)
 _RFC3339_NAIVE = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?", re.ASCII)
 
 
@@ -36,6 +41,11 @@ def parse_instant(text: str) -> datetime:
             raise InstantError(f"instant without a zone: {text!r}")
         raise InstantError(f"not an instant: {text!r} (RFC 3339 with a zone, like 2026-03-01T10:00:00Z)")
     moment, fraction, zone = match.groups()
+    if _AT_THE_EDGE.match(text):
+        raise InstantError(
+            f"instant outside years 1-9999 once in UTC, or at their edge with an offset: {text!r} "
+            "(on 0001-01-01 and 9999-12-31 give the instant in UTC)"
+        )
     if fraction is None:
         fraction = ""
     elif len(fraction) > 7:
@@ -46,10 +56,7 @@ def parse_instant(text: str) -> datetime:
         parsed = datetime.fromisoformat(moment + fraction + ("+00:00" if zone in "Zz" else zone))
     except ValueError as exc:
         raise InstantError(f"not an instant: {text!r} ({exc})") from None
-    try:
-        return parsed.astimezone(UTC)
-    except OverflowError:
-        raise InstantError(f"instant outside years 1-9999 once in UTC: {text!r}") from None
+    return parsed.astimezone(UTC)
 
 
 def as_utc(value: datetime) -> datetime:

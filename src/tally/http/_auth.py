@@ -1,7 +1,8 @@
 """Who is calling: the internal token, ingest credentials and API tokens, from ``Authorization: Bearer``.
 
 Secrets are never stored: the store holds the sha256 of each ingest credential
-and API token and is asked for the hash. The internal token comes from the
+and API token and is asked for the hash on every request (nothing is cached),
+so a revoked or expired secret is refused from the next request on. The internal token comes from the
 settings and is compared in constant time. ``TALLY_REPORTING_AUTH_MODE=disabled``
 lets every caller through as an admin with no ingest scope (local runs only).
 """
@@ -84,14 +85,14 @@ async def authenticate(auth: Auth, services: ReportingServices) -> Principal:
     if auth == "ingest":
         credential = await services.store.ingest_credential_by_hash(digest)
         if credential is None:
-            raise _unauthorized("an ingest credential is required")
+            raise _unauthorized("an ingest credential is required (this one is unknown, revoked or expired)")
         actor = f"ingest:{credential.id}"
         return Principal(
             kind="ingest", actor=actor, scope=IngestScope(credential.platform, credential.cloud, actor)
         )
     token = await services.store.api_token_by_hash(digest)
     if token is None:
-        raise _unauthorized("an API token is required")
+        raise _unauthorized("an API token is required (this one is unknown, revoked or expired)")
     if auth == "admin" and token.role != "admin":
         raise Problem("forbidden", "this route needs an API token of role admin")
     projects: tuple[Project, ...] | None = None

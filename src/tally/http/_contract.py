@@ -18,7 +18,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError, WithJsonSchema
 from quart import request
 
-from tally.core import InstantError, parse_instant
+from tally.core import INSTANT_EDGE_PATTERN, InstantError, parse_instant
 
 from ._auth import Auth, Principal
 from ._problems import CONTRACT_MISMATCH, Problem, invalid
@@ -35,7 +35,9 @@ def _instant(value: object) -> datetime:
 
 
 Instant = Annotated[
-    datetime, PlainValidator(_instant), WithJsonSchema({"type": "string", "format": "date-time"})
+    datetime,
+    PlainValidator(_instant),
+    WithJsonSchema({"type": "string", "format": "date-time", "pattern": INSTANT_EDGE_PATTERN}),
 ]
 
 
@@ -163,9 +165,18 @@ def decode_json(raw: bytes) -> Any:
         raise invalid("body", f"not JSON: {exc}") from None
 
 
+# JSON's whitespace (RFC 8259): bytes.strip() would also drop \x0b and \x0c, which no JSON text holds.
+JSON_WHITESPACE = b" \t\r\n"
+
+
+def is_blank(raw: bytes) -> bool:
+    """An absent body, or one of JSON whitespace only."""
+    return not raw.strip(JSON_WHITESPACE)
+
+
 def parse_body(model: type[Model], raw: bytes) -> Any:
-    """Validate the JSON body against ``model``; an absent or empty body validates as ``{}``."""
-    data: Any = {} if not raw.strip() else decode_json(raw)
+    """Validate the JSON body against ``model``; an absent or blank body validates as ``{}``."""
+    data: Any = {} if is_blank(raw) else decode_json(raw)
     nul = _has_nul(data, "body")
     if nul:
         raise invalid(nul, "must not contain a NUL character")

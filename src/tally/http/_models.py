@@ -8,16 +8,33 @@ each other (tests/http run schemathesis over it).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from ._contract import Instant, Model
 
-Text = Field(default=None, min_length=1, max_length=512)
+# The server refuses a NUL character in any string (PostgreSQL cannot store one): the document says so.
+NO_NUL = "^[^\\u0000]*$"
+Text = Field(default=None, min_length=1, max_length=512, pattern=NO_NUL)
 Limit = Field(default=100, ge=1, le=1000, description="page size")
-Cursor = Field(default=None, max_length=2048, description="opaque cursor from next_cursor")
+# A JSON object whose strings and member names hold no NUL, at any depth: ``_openapi`` puts the
+# recursive schema (JsonValue) in place of this marker (pydantic cannot hold a reference it did not make).
+JSON_OBJECT_MARK = "x-tally-json-object"
+JsonObject = Annotated[dict[str, Any], WithJsonSchema({JSON_OBJECT_MARK: True})]
+
+
+def cursor_of(listing: str) -> Any:
+    """The ``cursor`` parameter of one listing: only a ``next_cursor`` it answered is valid (it is sealed,
+    see ``_cursor``), which the format ``tally-cursor-<listing>`` names; anything else is a 400."""
+    return Field(
+        default=None,
+        max_length=2048,
+        description="opaque cursor from next_cursor of this listing; any other value is a 400",
+        json_schema_extra={"format": f"tally-cursor-{listing}"},
+    )
+
 
 ResourceGroup = Literal["cloud", "resource_type", "state", "platform", "project_id"]
 EventGroup = Literal["cloud", "event_type", "source", "platform", "resource_type"]
@@ -34,7 +51,7 @@ class EventsQuery(Model):
     from_: Instant | None = Field(default=None, alias="from", description="inclusive lower bound")
     to: Instant | None = Field(default=None, description="exclusive upper bound")
     limit: int = Limit
-    cursor: str | None = Cursor
+    cursor: str | None = cursor_of("events")
 
 
 class ResourcesQuery(Model):
@@ -45,13 +62,16 @@ class ResourcesQuery(Model):
     state: str | None = Text
     status: Literal["active", "deleted", "all"] = "active"
     limit: int = Limit
-    cursor: str | None = Cursor
+    cursor: str | None = cursor_of("resources")
 
 
 class ResourceStatsQuery(Model):
     group_by: list[ResourceGroup] = Field(default_factory=list, max_length=5)
     status: Literal["active", "deleted", "all"] = "active"
-    at: Instant | None = Field(default=None, description="not implemented: answers 501")
+    at: Instant | None = Field(
+        default=None,
+        description="count the resources as they stood at this instant (each history folded up to it)",
+    )
     cloud: str | None = Text
     platform: str | None = Text
     project_id: str | None = Text
@@ -76,11 +96,11 @@ class RejectedQuery(Model):
     from_: Instant | None = Field(default=None, alias="from")
     to: Instant | None = None
     limit: int = Limit
-    cursor: str | None = Cursor
+    cursor: str | None = cursor_of("rejected")
 
 
 class SyncRunsQuery(Model):
-    cloud: str = Field(min_length=1, max_length=512)
+    cloud: str = Field(min_length=1, max_length=512, pattern=NO_NUL)
     from_: Instant | None = Field(default=None, alias="from", description="inclusive bound on started_at")
     to: Instant | None = Field(default=None, description="exclusive bound on started_at")
 
@@ -89,7 +109,7 @@ class ProjectsQuery(Model):
     platform: str | None = Text
     cloud: str | None = Text
     limit: int = Limit
-    cursor: str | None = Cursor
+    cursor: str | None = cursor_of("projects")
 
 
 class SummaryQuery(Model):
@@ -118,31 +138,36 @@ class RebuildBody(Model):
 
 
 class ResourceTypeBody(Model):
-    size_schema: dict[str, Any] = Field(description="a JSON Schema (draft 2020-12) for payload.size")
+    size_schema: JsonObject = Field(
+        description=(
+            "a JSON Schema (draft 2020-12) for payload.size; it must compile, its references stay inside "
+            "it and its patterns compile on RE2 (400 naming the member otherwise)"
+        )
+    )
 
 
 class ProjectCreate(Model):
-    platform: str = Field(min_length=1, max_length=512)
-    cloud: str = Field(min_length=1, max_length=512)
-    external_id: str = Field(min_length=1, max_length=512)
-    name: str | None = Field(default=None, max_length=512)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    platform: str = Field(min_length=1, max_length=512, pattern=NO_NUL)
+    cloud: str = Field(min_length=1, max_length=512, pattern=NO_NUL)
+    external_id: str = Field(min_length=1, max_length=512, pattern=NO_NUL)
+    name: str | None = Field(default=None, max_length=512, pattern=NO_NUL)
+    metadata: JsonObject = Field(default_factory=dict)
 
 
 class ProjectPatch(Model):
-    name: str | None = Field(default=None, max_length=512)
-    metadata: dict[str, Any] | None = None
+    name: str | None = Field(default=None, max_length=512, pattern=NO_NUL)
+    metadata: JsonObject | None = None
 
 
 class RelationCreate(Model):
     target_id: UUID
-    relation_type: str = Field(min_length=1, max_length=512)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    relation_type: str = Field(min_length=1, max_length=512, pattern=NO_NUL)
+    metadata: JsonObject = Field(default_factory=dict)
     valid_from: Instant | None = None
 
 
 class RelationPatch(Model):
-    metadata: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
     valid_to: Instant | None = None
 
 

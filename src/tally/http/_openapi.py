@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from ._contract import Operation
-from ._models import ProblemOut, WireEvent
+from ._models import JSON_OBJECT_MARK, NO_NUL, ProblemOut, WireEvent
 from ._problems import PROBLEM_CONTENT_TYPE
 
 REF = "#/components/schemas/{model}"
@@ -27,6 +27,32 @@ SECURITY: dict[str, list[dict[str, list[str]]]] = {
     "none": [],
 }
 _PATH_PARAM = re.compile(r"{([^}]+)}")
+# Any JSON value whose strings and member names hold no NUL at any depth: what free-form members
+# (metadata, size_schema) accept.
+JSON_VALUE: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "pattern": NO_NUL},
+        {"type": ["number", "boolean", "null"]},
+        {"type": "array", "items": {"$ref": "#/components/schemas/JsonValue"}},
+        {
+            "type": "object",
+            "propertyNames": {"pattern": NO_NUL},
+            "additionalProperties": {"$ref": "#/components/schemas/JsonValue"},
+        },
+    ]
+}
+
+
+def _with_json_objects(node: Any) -> Any:
+    """``node`` with every JsonObject marker replaced by the object schema over JsonValue."""
+    if isinstance(node, dict):
+        if node.get(JSON_OBJECT_MARK):
+            rest = {k: v for k, v in node.items() if k != JSON_OBJECT_MARK}
+            return {**rest, **JSON_VALUE["anyOf"][3]}
+        return {k: _with_json_objects(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_with_json_objects(v) for v in node]
+    return node
 
 
 def _param_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -102,6 +128,8 @@ def build_openapi(operations: Iterable[Operation], *, title: str, version: str) 
     ordered = sorted(models, key=lambda m: m.__name__)
     keyed, top = models_json_schema([(m, "validation") for m in ordered], ref_template=REF, by_alias=True)
     components: dict[str, Any] = dict(top.get("$defs", {}))
+    components = _with_json_objects(components)
+    components["JsonValue"] = JSON_VALUE
     refs = {m: keyed[(m, "validation")] for m in ordered}
     problem = {PROBLEM_CONTENT_TYPE: {"schema": refs[ProblemOut]}}
     paths: dict[str, Any] = {}
@@ -122,8 +150,9 @@ def build_openapi(operations: Iterable[Operation], *, title: str, version: str) 
             | {"default": {"description": "an error (RFC 9457 problem)", "content": problem}},
         }
         if op.body is not None:
+            # An absent body validates as {}: it is optional exactly when the model requires no member.
             entry["requestBody"] = {
-                "required": False,
+                "required": bool(op.body.model_json_schema(by_alias=True).get("required")),
                 "content": {"application/json": {"schema": refs[op.body]}},
             }
         elif op.raw_body_schema is not None:

@@ -10,8 +10,7 @@ from tally.ingest import BatchTooLarge
 from tally.store import EventFilter
 
 from ._auth import narrow
-from ._contract import Call, Reply, Router, decode_json
-from ._cursor import decode_time_key, encode_time_key
+from ._contract import Call, Reply, Router, decode_json, is_blank
 from ._models import EventPage, EventsQuery, IngestAnswer
 from ._problems import Problem, invalid
 
@@ -19,14 +18,18 @@ router = Router("events")
 
 MAX_BATCH = 1000
 
+# The body is checked item by item, not as a whole: an item that is no valid event (even one that is
+# no object) is that item's rejection in a 200 answer, so the document promises no more than "an object
+# or an array". The members an item must have are WireEvent's.
 BATCH_SCHEMA: dict[str, Any] = {
     "description": (
-        "One event object or an array of at most 1000. Each item is validated on its own: a refused item "
-        "is reported in rejected[] with a reason naming the member, the others are stored."
+        "One event object or an array of at most 1000 (more: 413). Each item is validated on its own "
+        "against WireEvent: a refused item is reported in rejected[] with a reason naming the member, the "
+        "others are stored."
     ),
     "oneOf": [
-        {"$ref": "#/components/schemas/WireEvent"},
-        {"type": "array", "items": {"$ref": "#/components/schemas/WireEvent"}},
+        {"type": "object", "description": "one event (see WireEvent)"},
+        {"type": "array", "items": {"description": "an event (see WireEvent)"}},
     ],
 }
 
@@ -54,7 +57,7 @@ def _decode_exact(raw: bytes) -> Any:
     replies=(Reply(200, "what was accepted, deduplicated and refused", IngestAnswer),),
 )
 async def post_events(call: Call) -> Any:
-    data = _decode_exact(call.raw_body) if call.raw_body.strip() else None
+    data = None if is_blank(call.raw_body) else _decode_exact(call.raw_body)
     if isinstance(data, dict):
         items: list[Any] = [data]
     elif isinstance(data, list):
@@ -91,7 +94,8 @@ async def list_events(call: Call) -> Any:
         start=q.from_,
         end=q.to,
     )
+    seal = await call.services.cursors.seal()
     page = await call.services.store.list_events_json(
-        filters, limit=q.limit, after=decode_time_key("events", q.cursor)
+        filters, limit=q.limit, after=seal.decode_time_key("events", q.cursor)
     )
-    return {"items": page.items, "next_cursor": encode_time_key("events", page.next_key)}
+    return {"items": page.items, "next_cursor": seal.encode_time_key("events", page.next_key)}

@@ -11,7 +11,6 @@ from tally.usage import UsageQuery, resource_pages
 
 from ._auth import Principal
 from ._contract import Call, Reply, Router
-from ._cursor import decode_id_key, encode_id_key
 from ._models import (
     AtQuery,
     ProjectCreate,
@@ -66,12 +65,13 @@ async def list_projects(call: Call) -> Any:
             if (q.platform is None or p.platform == q.platform) and (q.cloud is None or p.cloud == q.cloud)
         ]
         return {"items": [project_json(p) for p in own], "next_cursor": None}
+    seal = await call.services.cursors.seal()
     page = await call.services.store.list_projects(
-        platform=q.platform, cloud=q.cloud, limit=q.limit, after=decode_id_key("projects", q.cursor)
+        platform=q.platform, cloud=q.cloud, limit=q.limit, after=seal.decode_id_key("projects", q.cursor)
     )
     return {
         "items": [project_json(p) for p in page.items],
-        "next_cursor": encode_id_key("projects", page.next_key),
+        "next_cursor": seal.encode_id_key("projects", page.next_key),
     }
 
 
@@ -231,7 +231,7 @@ async def patch_relation(call: Call) -> Any:
     relation = await _relation(call)
     body: RelationPatch = call.body
     if body.valid_to is not None and body.valid_to <= relation.valid_from:
-        raise invalid("body.valid_to", "must be later than the relation's valid_from")
+        raise invalid("body.valid_to", "must be later than the relation's valid_from", status=422)
     updated = await call.services.store.update_relation(
         relation.id, metadata=body.metadata, valid_to=body.valid_to
     )

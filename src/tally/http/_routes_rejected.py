@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ._contract import Call, Reply, Router
-from ._cursor import decode_time_key, encode_time_key
 from ._models import RejectedPage, RejectedQuery
 from ._serialize import rejected_json
 
@@ -22,10 +21,11 @@ router = Router("rejected-events")
 )
 async def list_rejected(call: Call) -> Any:
     q: RejectedQuery = call.query
+    seal = await call.services.cursors.seal()
     page = await call.services.store.list_rejected(
-        start=q.from_, end=q.to, limit=q.limit, after=decode_time_key("rejected", q.cursor)
+        start=q.from_, end=q.to, limit=q.limit, after=seal.decode_time_key("rejected", q.cursor)
     )
     return {
         "items": [rejected_json(r) for r in page.items],
-        "next_cursor": encode_time_key("rejected", page.next_key),
+        "next_cursor": seal.encode_time_key("rejected", page.next_key),
     }

@@ -9,7 +9,6 @@ from tally.store import ResourceFilter
 
 from ._auth import narrow
 from ._contract import Call, Reply, Router
-from ._cursor import decode_resource_key, encode_resource_key
 from ._models import HistoryAnswer, LifecycleAnswer, ResourcePage, ResourcesQuery
 from ._problems import Problem
 from ._serialize import event_json, interval_json, resource_json
@@ -39,10 +38,11 @@ async def list_resources(call: Call) -> Any:
         state=q.state,
         status=q.status,
     )
+    seal = await call.services.cursors.seal()
     page = await call.services.store.list_resources_json(
-        filters, limit=q.limit, after=decode_resource_key(q.cursor)
+        filters, limit=q.limit, after=seal.decode_resource_key(q.cursor)
     )
-    return {"items": page.items, "next_cursor": encode_resource_key(page.next_key)}
+    return {"items": page.items, "next_cursor": seal.encode_resource_key(page.next_key)}
 
 
 async def _visible_row(call: Call) -> tuple[ResourceKey, ResourceRow]:

@@ -10,8 +10,9 @@ from tally.store import EventFilter, ResourceFilter
 
 from ._auth import narrow
 from ._contract import Call, Reply, Router
+from ._inventory import resource_stats_at
 from ._models import EventStatsQuery, ResourceStatsQuery, StatsAnswer
-from ._problems import Problem, invalid
+from ._problems import invalid
 
 router = Router("stats")
 
@@ -30,15 +31,13 @@ def _json_row(row: dict[str, Any]) -> dict[str, Any]:
 @router.route(
     "GET",
     "/api/v1/stats/resources",
-    summary="Projection rows counted by cloud, resource_type and the requested groups",
+    summary="Resources counted by cloud, resource_type and the requested groups, now or at an instant",
     auth="api",
     query=ResourceStatsQuery,
     replies=(Reply(200, "one item per group with its count", StatsAnswer),),
 )
 async def resource_stats(call: Call) -> Any:
     q: ResourceStatsQuery = call.query
-    if q.at is not None:
-        raise Problem("not_implemented", "resource counts at a past instant are not implemented; omit at")
     cloud, project_id = narrow(call.principal, q.cloud, q.project_id)
     filters = ResourceFilter(
         cloud=cloud,
@@ -48,9 +47,11 @@ async def resource_stats(call: Call) -> Any:
         state=q.state,
         status=q.status,
     )
-    rows = await call.services.store.resource_stats(
-        _groups(("cloud", "resource_type"), list(q.group_by)), filters=filters
-    )
+    groups = _groups(("cloud", "resource_type"), list(q.group_by))
+    if q.at is not None:
+        rows = await resource_stats_at(call.services.store, groups, q.at, filters)
+    else:
+        rows = await call.services.store.resource_stats(groups, filters=filters)
     return {"items": [_json_row(r) for r in rows]}
 
 
@@ -65,7 +66,7 @@ async def resource_stats(call: Call) -> Any:
 async def event_stats(call: Call) -> Any:
     q: EventStatsQuery = call.query
     if q.to <= q.from_:
-        raise invalid("query.to", "must be later than from")
+        raise invalid("query.to", "must be later than from", status=422)
     if q.to - q.from_ > MAX_WINDOW:
         raise invalid("query.to", f"the window may span at most {MAX_WINDOW.days} days", status=422)
     cloud, project_id = narrow(call.principal, q.cloud, q.project_id)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tally.config import Settings
 from tally.ingest import IngestPipeline
 from tally.store import Store
 
+from ._cursor import CursorKeyring
 from ._sync_runner import SyncRunner
 
 
@@ -19,3 +20,7 @@ class ReportingServices:
     pipeline: IngestPipeline
     settings: Settings
     sync_runner: SyncRunner | None = None
+    cursors: CursorKeyring = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cursors", CursorKeyring(self.store))

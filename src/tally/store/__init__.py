@@ -13,6 +13,7 @@ from ._interface import AuditRecord as AuditRecord
 from ._interface import BatchOutcome as BatchOutcome
 from ._interface import Bucket as Bucket
 from ._interface import Conflict as Conflict
+from ._interface import CredentialStatus as CredentialStatus
 from ._interface import DeadLetter as DeadLetter
 from ._interface import EventFilter as EventFilter
 from ._interface import EventKey as EventKey
@@ -53,6 +54,7 @@ __all__ = [
     "BatchOutcome",
     "Bucket",
     "Conflict",
+    "CredentialStatus",
     "DeadLetter",
     "EventFilter",
     "EventKey",

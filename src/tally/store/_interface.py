@@ -21,12 +21,16 @@ from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from tally.core import Event, ResourceKey, ResourceRow, StoredEvent
 
+from ._credential_types import ApiToken as ApiToken
+from ._credential_types import CredentialStatus as CredentialStatus
+from ._credential_types import IngestCredential as IngestCredential
+from ._credential_types import TokenRole as TokenRole
+
 T = TypeVar("T")
 K = TypeVar("K")
 
 ResourceStatus = Literal["active", "deleted", "all"]
 Bucket = Literal["1h", "1d"]
-TokenRole = Literal["admin", "read_all", "project"]
 SyncStatus = Literal["running", "completed", "failed"]
 
 RESOURCE_GROUPS = frozenset({"cloud", "resource_type", "state", "platform", "project_id"})
@@ -151,26 +155,6 @@ class RejectedEvent:
     received_at: datetime
     reason: str
     raw: Any
-
-
-@dataclass(frozen=True, slots=True)
-class IngestCredential:
-    id: str
-    platform: str
-    cloud: str
-    description: str | None
-    created_at: datetime
-    revoked_at: datetime | None
-
-
-@dataclass(frozen=True, slots=True)
-class ApiToken:
-    id: str
-    role: TokenRole
-    project_ids: tuple[str, ...]
-    description: str | None
-    created_at: datetime
-    revoked_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -526,15 +510,32 @@ class Store(Protocol):
         ...
 
     # -- credentials (stored as sha256 hex of the secret; see ``hash_secret``) -------------------------
+    # ``actor`` names who asked (``cli:alice``); when given, the create or revoke writes an audit row
+    # (``api_token.create``, ``ingest_credential.revoke``, ...) in the same transaction.
     async def create_ingest_credential(
-        self, *, platform: str, cloud: str, token_hash: str, description: str | None = None
+        self,
+        *,
+        platform: str,
+        cloud: str,
+        token_hash: str,
+        description: str | None = None,
+        expires_at: datetime | None = None,
+        actor: str | None = None,
     ) -> IngestCredential: ...
 
-    async def ingest_credential_by_hash(self, token_hash: str) -> IngestCredential | None:
-        """The credential with this hash unless revoked."""
+    async def ingest_credential_by_hash(
+        self, token_hash: str, *, at: datetime | None = None
+    ) -> IngestCredential | None:
+        """The credential with this hash unless revoked or expired at ``at`` (default: now)."""
         ...
 
-    async def revoke_ingest_credential(self, credential_id: str) -> bool: ...
+    async def list_ingest_credentials(self) -> list[IngestCredential]:
+        """Every credential, revoked and expired ones too, oldest first."""
+        ...
+
+    async def revoke_ingest_credential(self, credential_id: str, *, actor: str | None = None) -> bool:
+        """Revoke now; False when there is no such credential or it was revoked already."""
+        ...
 
     async def create_api_token(
         self,
@@ -543,15 +544,28 @@ class Store(Protocol):
         role: TokenRole,
         project_ids: Sequence[str] = (),
         description: str | None = None,
+        expires_at: datetime | None = None,
+        actor: str | None = None,
     ) -> ApiToken:
         """Raises ``RuleViolation`` when role is ``project`` and ``project_ids`` is empty."""
         ...
 
-    async def api_token_by_hash(self, token_hash: str) -> ApiToken | None:
-        """The token with this hash unless revoked."""
+    async def api_token_by_hash(self, token_hash: str, *, at: datetime | None = None) -> ApiToken | None:
+        """The token with this hash unless revoked or expired at ``at`` (default: now)."""
         ...
 
-    async def revoke_api_token(self, token_id: str) -> bool: ...
+    async def list_api_tokens(self) -> list[ApiToken]:
+        """Every token, revoked and expired ones too, oldest first."""
+        ...
+
+    async def revoke_api_token(self, token_id: str, *, actor: str | None = None) -> bool:
+        """Revoke now; False when there is no such token or it was revoked already."""
+        ...
+
+    async def shared_secret(self, name: str) -> bytes:
+        """The deployment's secret ``name`` (32 random bytes), created on first use. Every process and
+        replica on this store gets the same bytes: concurrent first uses agree on one."""
+        ...
 
     # -- reconciliation -------------------------------------------------------------------------------
     async def start_sync_run(self, cloud: str, started_at: datetime | None = None) -> str:

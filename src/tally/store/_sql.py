@@ -38,10 +38,10 @@ from tally.core import (
     utc_now,
 )
 
+from ._ids import is_uuid
 from ._interface import (
     EVENT_GROUPS,
     RESOURCE_GROUPS,
-    ApiToken,
     AuditEntry,
     AuditRecord,
     BatchOutcome,
@@ -51,7 +51,6 @@ from ._interface import (
     DeadLetter,
     EventFilter,
     EventKey,
-    IngestCredential,
     MigrationError,
     Page,
     Project,
@@ -67,11 +66,11 @@ from ._interface import (
     SyncReceipts,
     SyncRow,
     SyncStatus,
-    TokenRole,
     UsageScope,
 )
 from ._migrations import Migration, load_migrations
 from ._seam import Tx
+from ._sql_credentials import CredentialsSql
 from ._usage_sql import usage_histories
 
 log = logging.getLogger(__name__)
@@ -137,14 +136,6 @@ def loads_json(data: bytes | bytearray | memoryview | str) -> Any:
 
 def key_order(key: ResourceKey) -> tuple[str, str, str]:
     return (key.cloud, key.resource_type, key.resource_id)
-
-
-def is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except (ValueError, TypeError, AttributeError):
-        return False
-    return True
 
 
 def _where(conditions: Iterable[tuple[str, Any]]) -> tuple[str, list[Any]]:
@@ -275,7 +266,7 @@ class _SqlBatch:
         return await self._store._write_in(self._tx, self._events, dead_letters, audits, self._at)
 
 
-class SqlStore(ABC):
+class SqlStore(CredentialsSql, ABC):
     """Every Store method over the dialect seam; see the module docstring."""
 
     dialect: str
@@ -1147,102 +1138,6 @@ class SqlStore(ABC):
             AuditRecord(int(r[0]), self.from_ts(r[1]), r[2], r[3], r[4], r[5], self.from_js(r[6]))
             for r in recs
         ]
-
-    # -- credentials ---------------------------------------------------------------------------------
-    def _credential(self, rec: Sequence[Any]) -> IngestCredential:
-        return IngestCredential(
-            str(rec[0]), rec[1], rec[2], rec[3], self.from_ts(rec[4]), self.from_opt_ts(rec[5])
-        )
-
-    def _token(self, rec: Sequence[Any]) -> ApiToken:
-        return ApiToken(
-            str(rec[0]),
-            rec[1],
-            self.from_id_list(rec[2]),
-            rec[3],
-            self.from_ts(rec[4]),
-            self.from_opt_ts(rec[5]),
-        )
-
-    async def create_ingest_credential(
-        self, *, platform: str, cloud: str, token_hash: str, description: str | None = None
-    ) -> IngestCredential:
-        cred_id = str(uuid.uuid4())
-        now = utc_now()
-        try:
-            async with self._tx() as tx:
-                await tx.execute(
-                    "INSERT INTO ingest_credentials "
-                    "(id, platform, cloud, token_hash, description, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                    (cred_id, platform, cloud, token_hash, description, self.ts(now)),
-                )
-        except self.integrity_errors() as exc:
-            raise Conflict("an ingest credential with this token hash exists") from exc
-        return IngestCredential(cred_id, platform, cloud, description, now, None)
-
-    async def ingest_credential_by_hash(self, token_hash: str) -> IngestCredential | None:
-        recs = await self._fetch(
-            "SELECT id, platform, cloud, description, created_at, revoked_at FROM ingest_credentials "
-            "WHERE token_hash = ? AND revoked_at IS NULL",
-            (token_hash,),
-        )
-        return self._credential(recs[0]) if recs else None
-
-    async def revoke_ingest_credential(self, credential_id: str) -> bool:
-        if not is_uuid(credential_id):
-            return False
-        async with self._tx() as tx:
-            count = await tx.execute(
-                "UPDATE ingest_credentials SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                (self.ts(utc_now()), credential_id),
-            )
-        return count > 0
-
-    async def create_api_token(
-        self,
-        *,
-        token_hash: str,
-        role: TokenRole,
-        project_ids: Sequence[str] = (),
-        description: str | None = None,
-    ) -> ApiToken:
-        if role not in ("admin", "read_all", "project"):
-            raise RuleViolation(f"api token role {role!r} is not one of admin, read_all, project")
-        if role == "project" and not project_ids:
-            raise RuleViolation("an api token of role project needs at least one project id")
-        for pid in project_ids:
-            if not is_uuid(pid):
-                raise RuleViolation(f"project id {pid!r} of the api token is not a UUID")
-        token_id = str(uuid.uuid4())
-        now = utc_now()
-        try:
-            async with self._tx() as tx:
-                await tx.execute(
-                    "INSERT INTO api_tokens (id, token_hash, role, project_ids, description, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (token_id, token_hash, role, self.id_list(project_ids), description, self.ts(now)),
-                )
-        except self.integrity_errors() as exc:
-            raise Conflict("an api token with this token hash exists") from exc
-        return ApiToken(token_id, role, tuple(project_ids), description, now, None)
-
-    async def api_token_by_hash(self, token_hash: str) -> ApiToken | None:
-        recs = await self._fetch(
-            "SELECT id, role, project_ids, description, created_at, revoked_at FROM api_tokens "
-            "WHERE token_hash = ? AND revoked_at IS NULL",
-            (token_hash,),
-        )
-        return self._token(recs[0]) if recs else None
-
-    async def revoke_api_token(self, token_id: str) -> bool:
-        if not is_uuid(token_id):
-            return False
-        async with self._tx() as tx:
-            count = await tx.execute(
-                "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                (self.ts(utc_now()), token_id),
-            )
-        return count > 0
 
     # -- reconciliation -------------------------------------------------------------------------------
     async def start_sync_run(self, cloud: str, started_at: datetime | None = None) -> str:
