@@ -35,7 +35,9 @@ def requirements(*, with_test: bool) -> list[Requirement]:
     return [Requirement(text) for text in listed]
 
 
-@pytest.mark.parametrize(("lock", "with_test"), [("requirements.lock", False), ("requirements-dev.lock", True)])
+@pytest.mark.parametrize(
+    ("lock", "with_test"), [("requirements.lock", False), ("requirements-dev.lock", True)]
+)
 def test_the_lock_pins_every_requirement_at_an_allowed_version(lock: str, with_test: bool) -> None:
     pinned = pins(lock)
     for requirement in requirements(with_test=with_test):
