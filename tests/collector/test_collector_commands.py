@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -48,6 +49,8 @@ def test_plain_http_reporting_url_is_refused_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TALLY_STATE_DIR", str(tmp_path))
+    # Its INFO lines (the outbox opened) are logs; a warning beside the error line would fail the test.
+    monkeypatch.setenv("TALLY_LOG_LEVEL", "WARNING")
     monkeypatch.setenv("TALLY_OSC_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
     monkeypatch.setenv("TALLY_OSC_REPORTING_URL", "http://reporting.example:8080")
     monkeypatch.delenv("TALLY_OSC_REPORTING_INSECURE", raising=False)
@@ -89,6 +92,8 @@ def test_a_configuration_the_broker_refuses_stops_the_command_in_one_line(
         "required": amqp_url,
     }[fault]
     monkeypatch.setenv("TALLY_STATE_DIR", str(tmp_path))
+    # Its INFO lines (the outbox opened) are logs; a warning beside the error line would fail the test.
+    monkeypatch.setenv("TALLY_LOG_LEVEL", "WARNING")
     monkeypatch.setenv("TALLY_OSC_AMQP_URL", url)
     monkeypatch.setenv("TALLY_OSC_EXCHANGES", f"{unique}-a,{unique}-b")
     monkeypatch.setenv("TALLY_OSC_REQUIRE_EXCHANGES", str(fault == "required").lower())
@@ -160,6 +165,8 @@ def test_a_user_without_permission_stops_the_command_naming_the_refusal(
             capture_output=True,
         )
         monkeypatch.setenv("TALLY_STATE_DIR", str(tmp_path))
+        # Its INFO lines (the outbox opened) are logs; a warning beside the error line would fail the test.
+        monkeypatch.setenv("TALLY_LOG_LEVEL", "WARNING")
         monkeypatch.setenv("TALLY_OSC_AMQP_URL", amqp_url.replace("guest:guest@", f"{user}:pw@"))
         monkeypatch.setenv("TALLY_OSC_EXCHANGES", f"{unique}-nova")
         monkeypatch.setenv("TALLY_OSC_REPORTING_URL", "https://reporting.example")
@@ -169,3 +176,39 @@ def test_a_user_without_permission_stops_the_command_naming_the_refusal(
     [line] = capsys.readouterr().err.strip().splitlines()
     assert "403 ACCESS_REFUSED - access to exchange" in line and f"refused for user '{user}'" in line
     assert ":pw@" not in line
+
+
+def test_the_standalone_collector_logs_with_journal_priorities(tmp_path: Path) -> None:
+    """Under systemd its warnings reach the journal at priority 4, as the daemon's do."""
+    stderr_path = tmp_path / "stderr"
+    with stderr_path.open("w") as stderr:
+        status = stderr_path.stat()
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"),
+            "JOURNAL_STREAM": f"{status.st_dev}:{status.st_ino}",
+            "TALLY_STATE_DIR": str(tmp_path / "state"),
+            # Nothing listens on port 1: the collector warns that it is not consuming and keeps trying.
+            "TALLY_OSC_AMQP_URL": "amqp://guest:guest@127.0.0.1:1/",
+            "TALLY_OSC_REPORTING_URL": "https://reporting.example",
+            "TALLY_OSC_HTTP_PORT": "0",
+        }
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tally.daemon", "collector"],
+            env=env,
+            stderr=stderr,
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 20
+            while (
+                "<4>" not in stderr_path.read_text()
+                and process.poll() is None
+                and time.monotonic() < deadline
+            ):
+                time.sleep(0.1)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    lines = stderr_path.read_text().splitlines()
+    assert any(line.startswith("<4>") and "tally.collector" in line for line in lines), lines

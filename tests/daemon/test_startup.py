@@ -21,7 +21,7 @@ from daemon_support import daemon_env, free_port, running_daemon, wait_until_rea
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tally.daemon._logging import JournalPriorityFormatter, priority_of, writes_to_journal
+from tally.config._logging import JournalPriorityFormatter, priority_of, writes_to_journal
 from tally.daemon._startup import backoff_delays
 from tally.store._probe import classify_connect_error
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from tally.config import ConfigError, Settings, load_settings
+from tally.config import ConfigError, Settings, load_settings, setup_logging
 from tally.http import serve_quart
 from tally.outbox import EventSink, HttpSink, IngestSink, SinkConfigError
 
@@ -140,7 +140,7 @@ async def run_collector_command(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"tally collector: error: {exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    setup_logging(settings.log_level, settings.log_format)
     try:
         if args.dump:
             config = amqp_config(settings)

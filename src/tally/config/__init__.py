@@ -1,4 +1,5 @@
-"""Configuration: settings from the environment, the clouds config file, clouds.yaml resolution."""
+"""Configuration: settings from the environment, the clouds config file, clouds.yaml resolution, and the
+logging every command sets up from them."""
 
 from ._clouds import CloudEntry as CloudEntry
 from ._clouds import CloudsConfigError as CloudsConfigError
@@ -7,6 +8,7 @@ from ._clouds import parse_clouds_config as parse_clouds_config
 from ._errors import ConfigError as ConfigError
 from ._load import load_settings as load_settings
 from ._load import unknown_variables as unknown_variables
+from ._logging import setup_logging as setup_logging
 from ._settings import Settings as Settings
 from ._show import redact_url as redact_url
 from ._show import render_settings as render_settings
@@ -21,5 +23,6 @@ __all__ = [
     "parse_clouds_config",
     "redact_url",
     "render_settings",
+    "setup_logging",
     "unknown_variables",
 ]

@@ -16,9 +16,8 @@ from tally.config import (
     load_clouds_config,
     load_settings,
     render_settings,
+    setup_logging,
 )
-
-from ._logging import setup_logging
 
 
 def _settings_or_exit(*, check_clouds: bool = False) -> Settings | None:
