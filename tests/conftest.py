@@ -15,6 +15,7 @@ a CI run must never turn green by silently testing less.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import socket
@@ -67,6 +68,24 @@ def pg_url() -> Iterator[str]:
     """URL of a new empty database on the machine's PostgreSQL; dropped (forcibly) after the test."""
     with _fresh_database("tally_test") as url:
         yield url
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was() -> Iterator[None]:
+    """A command run in-process sets up logging (``setup_logging``): a stderr handler on the root logger
+    and levels on chatty loggers. Left in place, its handler writes to a capture stream that pytest has
+    closed, and every later test that logs prints "--- Logging error ---". Undo it after each test
+    (pytest's own capture handlers are subclasses, added and removed by pytest itself)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    loggers = {name: logging.getLogger(name).level for name in logging.root.manager.loggerDict}
+    yield
+    for handler in list(root.handlers):
+        if type(handler) is logging.StreamHandler and handler not in handlers:
+            root.removeHandler(handler)
+    root.setLevel(level)
+    for name, was in loggers.items():
+        logging.getLogger(name).setLevel(was)
 
 
 @pytest.fixture(scope="session")
