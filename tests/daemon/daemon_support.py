@@ -26,10 +26,7 @@ def free_port() -> int:
 
 
 def daemon_env(state_dir: Path, port: int, **extra: str) -> dict[str, str]:
-    # PYTHONPATH passes through so that the daemon runs the tree under test, not the venv's install.
-    passed = {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ}
     return {
-        **passed,
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(state_dir.parent),
         "TALLY_STATE_DIR": str(state_dir),

@@ -145,3 +145,30 @@ def test_a_broken_broker_url_refuses_the_daemon_in_one_line(tmp_path: Path) -> N
         "tally: TALLY_OSC_AMQP_URL rabbit://guest:***@h1:5672,guest:***@:5672/: "
         "the AMQP URL's host 2 (':5672') has no usable host name"
     )
+
+
+@pytest.mark.rabbitmq
+@pytest.mark.parametrize(
+    ("fault", "named"),
+    [
+        ("password", "403 ACCESS_REFUSED"),
+        ("vhost", "530 NOT_ALLOWED"),
+    ],
+)
+def test_a_broker_refusal_at_start_is_exit_2_in_one_line(
+    fault: str, named: str, amqp_url: str, tmp_path: Path
+) -> None:
+    """What only the broker can refuse (the login, the vhost) is a configuration error too: exit 2,
+    one line naming it, no actor restarted in vain and no secret in the output."""
+    url = {
+        "password": amqp_url.replace(":guest@", ":sekrit@"),
+        "vhost": amqp_url.rsplit("/", 1)[0] + f"/no-such-vhost-{uuid.uuid4().hex[:8]}",
+    }[fault]
+    env = daemon_env(tmp_path / "state", free_port(), TALLY_OSC_AMQP_URL=url)
+    started = time.monotonic()
+    done = tally(env, "run")
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("tally: ") and named in last, done.stderr
+    assert "sekrit" not in done.stderr and "actor crashed" not in done.stderr
+    assert time.monotonic() - started < 30

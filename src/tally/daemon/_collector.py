@@ -13,7 +13,8 @@ the reason (the broker unreachable, a refused login or vhost), and once rows wai
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import math
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING
@@ -57,6 +58,42 @@ def amqp_url_problem(settings: Settings) -> str | None:
     except CollectorError as exc:
         return str(exc)
     return None
+
+
+async def broker_refusal(settings: Settings) -> str | None:
+    """What the broker refuses at start (the login, the vhost, a permission, an exchange of other
+    durability, a missing exchange while required), or None: one attempt of the collector's own set-up,
+    closed again at once. Deliveries it took are requeued by the broker when the connection closes. An
+    unreachable broker is an outage, not a refusal: the collector actor keeps trying, as it does later."""
+    from tally.collector import AmqpSource, CollectorError, Delivery
+    from tally.collector._service import amqp_config
+
+    config = amqp_config(settings)
+    if config is None:
+        return None
+    send, receive = anyio.create_memory_object_stream[Delivery](math.inf)
+    try:
+        with send, receive:
+            async with anyio.create_task_group() as tg:
+                await tg.start(AmqpSource(config).serve, send)
+                tg.cancel_scope.cancel()
+    except CollectorError as exc:
+        return str(exc)
+    except ExceptionGroup as group:
+        # The source's own task group nests the one refusal in a group of its own.
+        leaves = list(_leaves(group))
+        if len(leaves) == 1 and isinstance(leaves[0], CollectorError):
+            return str(leaves[0])
+        raise
+    return None
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
 
 
 @asynccontextmanager

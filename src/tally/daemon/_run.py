@@ -2,7 +2,8 @@
 
 Exit codes: 0 after a drain on SIGTERM/SIGINT; 1 when the supervisor gave up (restart intensity
 exceeded) or a second signal forced the stop; 2 when the settings were refused before anything
-started (``_preflight``), or the store refused the login or stayed away past its bound
+started (``_preflight``), the broker refused the collector's login, vhost or set-up
+(``broker_refusal``), or the store refused the login or stayed away past its bound
 (``_startup``). A non-zero exit is the signal for systemd (``Restart=on-failure``) or the container
 runtime to start a fresh process.
 """
@@ -21,6 +22,7 @@ from tally.config import Settings
 from tally.http import CheckResult, Readiness
 from tally.store import dialect_of
 
+from ._collector import broker_refusal
 from ._notify import Notifier
 from ._preflight import refusal, warn_about
 from ._startup import StoreWait, wait_for_store
@@ -33,6 +35,11 @@ async def run_daemon(settings: Settings, *, notifier: Notifier | None = None) ->
     """Build the actor tree for ``settings`` and run it until a signal drains it; returns the exit code."""
     refused = refusal(settings)
     if refused is not None:
+        print(f"tally: {refused}", file=sys.stderr)
+        return 2
+    refused = await broker_refusal(settings)
+    if refused is not None:
+        log.error("tally not starting: %s", refused)
         print(f"tally: {refused}", file=sys.stderr)
         return 2
     warn_about(settings)
