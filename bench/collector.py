@@ -226,7 +226,7 @@ RUNS = (
 )
 
 
-async def main_async(n: int, prefetch: int, rounds: int) -> int:
+async def main_async(n: int, prefetch: int, rounds: int, quick: bool) -> int:
     vhost = f"tally-bench-{uuid.uuid4().hex[:8]}"
     rabbitmqctl("add_vhost", vhost)
     try:
@@ -260,11 +260,16 @@ async def main_async(n: int, prefetch: int, rounds: int) -> int:
     vs_oslo = per_cpu["collector"] / per_cpu["oslo"]
     print(f"RATIO collector_vs_batched_floor={vs_floor:.2f}")
     print(f"RATIO collector_vs_oslo_listener={vs_oslo:.2f}")
+    # --quick (CI: 3,000 notifications, rounds of a third of a second on a shared host) holds a
+    # regression floor below the targets; the full run holds the targets themselves.
+    floor_target, oslo_target = (
+        (QUICK_FLOOR_TARGET, QUICK_OSLO_TARGET) if quick else (FLOOR_TARGET, OSLO_TARGET)
+    )
     missed = []
-    if vs_floor < FLOOR_TARGET:
-        missed.append(f"collector vs batched floor {vs_floor:.2f} < {FLOOR_TARGET} (per CPU-second)")
-    if vs_oslo < OSLO_TARGET:
-        missed.append(f"collector vs oslo listener {vs_oslo:.2f} < {OSLO_TARGET} (per CPU-second)")
+    if vs_floor < floor_target:
+        missed.append(f"collector vs batched floor {vs_floor:.2f} < {floor_target} (per CPU-second)")
+    if vs_oslo < oslo_target:
+        missed.append(f"collector vs oslo listener {vs_oslo:.2f} < {oslo_target} (per CPU-second)")
     for line in missed:
         print(f"TARGET MISSED: {line}")
     return 1 if missed else 0
@@ -272,6 +277,8 @@ async def main_async(n: int, prefetch: int, rounds: int) -> int:
 
 FLOOR_TARGET = 1.0
 OSLO_TARGET = 3.0
+QUICK_FLOOR_TARGET = 0.8
+QUICK_OSLO_TARGET = 2.0
 
 
 def main() -> None:
@@ -281,7 +288,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a small run for CI")
     parser.add_argument("-n", type=int, default=None, help="notifications (default 50000; 3000 with --quick)")
     parser.add_argument("--prefetch", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=None, help="rounds (default 3; 1 with --quick)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds (default 3)")
     parser.add_argument(
         "--oslo-listener", nargs=4, metavar=("URL", "EXCHANGE", "N", "PREFETCH"), help=argparse.SUPPRESS
     )
@@ -291,10 +298,10 @@ def main() -> None:
         print(json.dumps(oslo_run(url, exchange, int(count), int(window))), flush=True)
         os._exit(0)  # oslo's threads do not end with the listener
     n = args.n or (3000 if args.quick else 50_000)
-    rounds = args.rounds or (1 if args.quick else 3)
+    rounds = args.rounds or 3
     # The collector runs under the daemon's garbage-collector policy, as `tally collector` would apply it.
     tune_garbage_collector()
-    sys.exit(anyio.run(main_async, n, args.prefetch, rounds))
+    sys.exit(anyio.run(main_async, n, args.prefetch, rounds, args.quick))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ CLOUD = "os-bench"
 TOKEN = "bench-usage-reader"
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
 TARGET_S, TARGET_RSS_MIB, TARGET_ROWS_S = 30.0, 1024.0, 20_000.0
+QUICK_ROWS_CPU_S = 15_000.0
 _DB = f"tally_bench_usage_{os.getpid()}"
 
 
@@ -276,12 +277,14 @@ def orchestrate(admin_url: str, scale: float, rounds: int, *, quick: bool = Fals
     print(f"RATIO usage_export_vs_floor={vs_floor:.2f}")
     # The wall-clock targets are the issue's; on a shared host they measure the host as much as the
     # code, so --quick (CI) holds the export to its CPU time instead: the same rate per CPU-second.
-    gates = [
-        ("peak RSS within 1 GiB", rss <= TARGET_RSS_MIB),
-        ("at least 20,000 rows per CPU-second", rows_cpu_s >= TARGET_ROWS_S),
-    ]
-    if not quick:
+    # One round of a twentieth of the cloud is under a second, so --quick holds a regression floor
+    # (three quarters of the rate) rather than the target itself; the full run holds the targets.
+    gates = [("peak RSS within 1 GiB", rss <= TARGET_RSS_MIB)]
+    if quick:
+        gates.append(("at least 15,000 rows per CPU-second", rows_cpu_s >= QUICK_ROWS_CPU_S))
+    else:
         gates += [
+            ("at least 20,000 rows per CPU-second", rows_cpu_s >= TARGET_ROWS_S),
             ("export within 30 s", export_s <= TARGET_S),
             ("at least 20,000 rows/s", rows_s >= TARGET_ROWS_S),
         ]
