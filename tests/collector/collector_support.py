@@ -68,11 +68,13 @@ async def wait_for(predicate: Callable[[], bool], within: float) -> None:
 
 
 @asynccontextmanager
-async def collecting(tmp_path: Path, url: str, exchange: str) -> AsyncIterator[tuple[MemorySink, Collector]]:
+async def collecting(
+    tmp_path: Path, url: str, exchange: str, **over: Any
+) -> AsyncIterator[tuple[MemorySink, Collector]]:
     """The collector in this process on ``exchange``, delivering to a ``MemorySink``; whatever it
-    raises fails the caller (a broker fault must never end it)."""
+    raises fails the caller (a broker fault must never end it). ``over`` overrides settings."""
     sink = MemorySink()
-    conf = settings(tmp_path, url, f"t-{uuid.uuid4().hex[:8]}", [exchange])
+    conf = settings(tmp_path, url, f"t-{uuid.uuid4().hex[:8]}", [exchange], **over)
     async with anyio.create_task_group() as tg:
         collector: Collector = await tg.start(partial(serve_collector, conf, sink=sink))
         yield sink, collector

@@ -7,9 +7,19 @@ every topic. That is what oslo's own notification listener does, and it is what 
 restart from losing notifications: a restart deletes non-durable exchanges and every binding on
 them, and the services flush the backlog they held during the outage as soon as they are back, so
 the binding must exist before they publish. Hence also the reconnect schedule: the first attempt
-within 0.25 s, then a jittered backoff that stays at or under 1 s while the broker cannot be
-reached (a closed port costs nobody anything) and grows to 60 s only while it refuses us (a login
-or permission the broker turns down does not change in a second).
+within 0.25 s, then a jittered wait of 0.125 to 0.25 s for as long as the broker cannot be reached
+(a closed port costs nobody anything, and the first publisher back wins whatever it sends before
+our binding), growing to 60 s only while it refuses us (a login or permission the broker turns
+down does not change in a second).
+
+That race cannot be won every time: a service whose own retry lands in the instant between the
+node opening its port and the collector's binding publishes into an exchange with no binding of
+ours, and the broker drops it. So after an outage in which the node was down (its port closed, or
+it said it was shutting down), the collector first checks each non-durable exchange: one that is
+already there was declared again by a service before us, and is counted in
+``tally_collector_rebind_races_total`` with a warning, the record of a possible loss that the next
+sync repairs. Durable exchanges, or the broker's definitions loaded at boot (``tally collector
+definitions``, then ``TALLY_OSC_BROKER_DEFINITIONS=true``), leave no such window and no check.
 
 The consuming connection is the lean client of ``_wire``, which also serves the start's checks
 and the queue statistics: one AMQP stack. When a connection ends (a restart, a dropped
@@ -37,7 +47,7 @@ from . import _metrics
 from ._decode import MAX_BODY_BYTES
 from ._delivery import Delivery
 from ._errors import CollectorError
-from ._frames import AmqpClosed, Delivered
+from ._frames import AmqpClosed, AmqpUnreachable, Delivered
 from ._url import AmqpAddress, AmqpUrlInvalid
 from ._url import redact_url as redact_url
 from ._wire import REFUSALS, ConsumerConnection, run_consumer
@@ -45,10 +55,12 @@ from ._wire import REFUSALS, ConsumerConnection, run_consumer
 log = logging.getLogger(__name__)
 
 FIRST_RETRY_S = 0.25
-UNREACHABLE_MAX_S = 1.0
+UNREACHABLE_MAX_S = 0.25
 REFUSED_MAX_S = 60.0
 QUEUE_STATS_INTERVAL_S = 15.0
 REPEAT_LOG_S = 60.0
+# The broker's reply code when it closes connections because the node is shutting down.
+CONNECTION_FORCED = 320
 
 
 def split_list(text: str) -> list[str]:
@@ -84,7 +96,13 @@ class AmqpConfig:
     prefetch: int = 100
     require_exchanges: bool = False
     durable_exchanges: bool = False
+    broker_definitions: bool = False
     max_body: int = MAX_BODY_BYTES
+
+    @property
+    def bindings_survive_restarts(self) -> bool:
+        """Whether a restarted node has the bindings before any service can publish."""
+        return self.durable_exchanges or self.broker_definitions
 
     def queue_arguments(self) -> dict[str, Any] | None:
         # A classic queue is declared without the argument, so an existing queue declared by an
@@ -178,6 +196,9 @@ class AmqpSource:
         started = False
         connection: ConsumerConnection | None = None
         startup_error: CollectorError | None = None
+        # The node was down (port closed, or it announced its shutdown): its non-durable exchanges
+        # are gone, and one found on reconnecting was declared again by a service before us.
+        node_was_down = False
 
         async def hand_over(message: Delivered) -> None:
             handle = (connection, message.delivery_tag)
@@ -205,6 +226,10 @@ class AmqpSource:
                 except CollectorError as exc:
                     startup_error = exc
                     raise AmqpClosed(str(exc), 404) from None
+            raced: list[str] = []
+            if node_was_down and not config.bindings_survive_restarts:
+                # Before qos: a probe of a missing exchange costs the channel, opened again bare.
+                raced = [name for name in config.exchanges if await opened.exchange_exists(name)]
             await opened.qos(config.prefetch)
             for exchange in config.exchanges:
                 await opened.declare_exchange(exchange, durable=config.durable_exchanges)
@@ -219,6 +244,16 @@ class AmqpSource:
             self.problem = None
             consuming = True
             _metrics.CONNECTED.set(1)
+            for exchange in raced:
+                _metrics.REBIND_RACES.labels(exchange).inc()
+            if raced:
+                log.warning(
+                    "collector: after the broker restart a service declared %s again before the "
+                    "collector bound its queue: what it published in between reached no queue of "
+                    "Tally's; the next sync books what it missed (durable exchanges or broker "
+                    "definitions close this window, docs/collector.md)",
+                    ",".join(raced),
+                )
             log.info(
                 "collector: consuming queue=%s type=%s prefetch=%d broker=%s exchanges=%s durable=%s",
                 config.queue_name,
@@ -248,6 +283,10 @@ class AmqpSource:
                     first_host=host,
                 )
                 self._connection = None
+                if isinstance(ended, AmqpUnreachable) or ended.reply_code == CONNECTION_FORCED:
+                    node_was_down = True
+                elif consuming:
+                    node_was_down = False
                 if self._consuming.is_set():
                     self._consuming = anyio.Event()
                 _metrics.CONNECTED.set(0)

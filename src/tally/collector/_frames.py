@@ -41,6 +41,10 @@ class AmqpClosed(Exception):
         self.reply_code = reply_code
 
 
+class AmqpUnreachable(AmqpClosed):
+    """No member of the broker accepted a TCP (or TLS) connection: the node is down, or restarting."""
+
+
 @dataclass(frozen=True, slots=True)
 class Delivered:
     """One message as the broker delivered it on the channel; ``refused_size`` is set (and the

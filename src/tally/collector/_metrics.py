@@ -75,3 +75,10 @@ CONNECTED = Gauge(
     "tally_collector_connected",
     "1 while the collector consumes from the broker, 0 while it connects again (the log says why).",
 )
+REBIND_RACES = Counter(
+    "tally_collector_rebind_races_total",
+    "Broker restarts after which a service had declared a non-durable exchange again before the "
+    "collector bound its queue on it: notifications published in between may have reached no queue "
+    "of Tally's (the next sync books what they missed). By exchange (the configured ones).",
+    ["exchange"],
+)

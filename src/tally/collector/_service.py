@@ -71,6 +71,7 @@ def amqp_config(settings: Settings) -> AmqpConfig | None:
         prefetch=settings.osc_prefetch,
         require_exchanges=settings.osc_require_exchanges,
         durable_exchanges=settings.osc_durable_exchanges,
+        broker_definitions=settings.osc_broker_definitions,
     )
 
 

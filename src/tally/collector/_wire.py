@@ -34,6 +34,7 @@ from ._frames import (
     DEFAULT_FRAME_MAX,
     HEARTBEAT_FRAME,
     AmqpClosed,
+    AmqpUnreachable,
     Delivered,
     FrameReader,
     MethodFrame,
@@ -353,7 +354,7 @@ async def run_consumer(
         return await _consume_on(
             stream, address, host, connection_name, on_delivery, on_ready, max_body
         ), index
-    return AmqpClosed("; ".join(failures)), first_host
+    return AmqpUnreachable("; ".join(failures)), first_host
 
 
 async def _consume_on(

@@ -1,5 +1,5 @@
-"""``tally collector``: run the collector standalone, dump deliveries, map captured bodies, or list and
-replay the dead letters."""
+"""``tally collector``: run the collector standalone, dump deliveries, map captured bodies, list and
+replay the dead letters, or print the broker definitions that keep its bindings across restarts."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tally.config import ConfigError, Settings, load_settings, setup_logging
 from tally.http import serve_quart
 from tally.outbox import EventSink, HttpSink, IngestSink, SinkConfigError
 
-from . import _dead_letter_commands
+from . import _dead_letter_commands, _definitions
 from ._amqp import redact_url
 from ._dump import run_dump
 from ._errors import CollectorError
@@ -54,6 +54,7 @@ def register(subparsers: Any) -> None:
     mapper.add_argument("--cloud", default=None, help="the cloud to stamp (default TALLY_OSC_CLOUD)")
     mapper.set_defaults(handler=map_command)
     _dead_letter_commands.register(sub)
+    _definitions.register(sub)
 
 
 def _bodies(path: Path) -> Iterator[tuple[str, Any]]:

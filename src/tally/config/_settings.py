@@ -55,6 +55,7 @@ class Settings(BaseSettings):
     osc_queue_type: Literal["classic", "quorum"] = "classic"
     osc_require_exchanges: bool = False
     osc_durable_exchanges: bool = False
+    osc_broker_definitions: bool = False
     osc_cloud: str = "os-sim"
     osc_reporting_url: str | None = None
     osc_reporting_insecure: bool = False
