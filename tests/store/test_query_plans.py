@@ -11,7 +11,7 @@ import pytest
 
 from tally.store import open_store
 from tally.store._postgres import _LOAD_ROWS
-from tally.store._sql import history_by_key_sql, rows_by_key_sql
+from tally.store._sql_text import history_by_key_sql, rows_by_key_sql
 
 pytestmark = pytest.mark.anyio
 

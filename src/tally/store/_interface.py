@@ -1,4 +1,4 @@
-"""The Store interface: everything Tally reads from and writes to its database, and the types it speaks.
+"""The Store interface: everything Tally reads from and writes to its database.
 
 Two backends implement it (SQLite for the embedded default, PostgreSQL for
 production) and one contract test suite holds both to it. Callers code against
@@ -9,15 +9,17 @@ sync runs are UUID strings. Every instant is an aware UTC ``datetime``.
 Pagination is keyset: a read returns a ``Page`` whose ``next_key`` is the sort
 key of its last item when more items follow (``None`` otherwise); the caller
 passes it back as ``after`` (the HTTP layer turns it into an opaque cursor).
+
+The types it speaks (errors, records, filters, pages) live in ``_records`` and
+are re-exported here, so ``from ._interface import ...`` names them all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
+from typing import Any, Protocol
 
 from tally.core import Event, ResourceKey, ResourceRow, StoredEvent
 
@@ -25,242 +27,36 @@ from ._credential_types import ApiToken as ApiToken
 from ._credential_types import CredentialStatus as CredentialStatus
 from ._credential_types import IngestCredential as IngestCredential
 from ._credential_types import TokenRole as TokenRole
-
-T = TypeVar("T")
-K = TypeVar("K")
-
-ResourceStatus = Literal["active", "deleted", "all"]
-Bucket = Literal["1h", "1d"]
-SyncStatus = Literal["running", "completed", "failed"]
-
-RESOURCE_GROUPS = frozenset({"cloud", "resource_type", "state", "platform", "project_id"})
-EVENT_GROUPS = frozenset({"cloud", "event_type", "source", "platform", "resource_type"})
-
-
-class StoreError(Exception):
-    """Base of the store's errors a caller can act on."""
-
-
-class UnsupportedStoreUrl(StoreError):
-    """The URL names no backend we have (only ``sqlite:///path`` and ``postgresql://...``)."""
-
-
-class SyncLockHeld(StoreError):
-    """Another holder (any process, any replica) runs a sync of this cloud right now."""
-
-    def __init__(self, cloud: str) -> None:
-        super().__init__(f"a sync of cloud {cloud!r} is already running")
-        self.cloud = cloud
-
-
-class Conflict(StoreError):
-    """A write that would break a uniqueness rule (project (cloud, external_id), active relation triple)."""
-
-
-class RuleViolation(StoreError):
-    """A write that breaks a row rule (virtual-platform rule of projects, relation to itself, unknown FK)."""
-
-
-class MigrationError(StoreError):
-    """A migration step failed or the requested target does not exist."""
-
-
-@dataclass(frozen=True, slots=True)
-class SchemaStatus:
-    """Applied migration version vs the newest this build knows; ``behind`` makes /readyz answer 503."""
-
-    current: int
-    latest: int
-
-    @property
-    def behind(self) -> bool:
-        return self.current < self.latest
-
-
-@dataclass(frozen=True, slots=True)
-class SizeName:
-    """One size-name row: in ``cloud``, a ``resource_type`` size with ``member`` = ``value`` is ``name``."""
-
-    cloud: str
-    resource_type: str
-    member: str
-    value: str
-    name: str
-
-
-class SyncRow(NamedTuple):
-    """The slice of a projection row a sync's diff reads (``Store.sync_rows``): no payload, no bookkeeping.
-
-    Invariant: ``size`` is None exactly when the row is deleted (a deleted row's size is never compared).
-    A tuple rather than a dataclass: a large cloud's sync holds hundreds of thousands of them.
-    """
-
-    resource_type: str
-    resource_id: str
-    project_id: str
-    state: str
-    size: Mapping[str, Any] | None
-    last_event_at: datetime
-    is_live: bool
-    # The instant of the row's create (None when its history holds no create event), and of its oldest event.
-    created_at: datetime | None = None
-    first_event_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SyncReceipts:
-    """When the store first took an event of a resource, and which sync runs booked one for it
-    (``Store.sync_receipts``): what a sync needs to tell whether an earlier run held its row."""
-
-    first_received_at: datetime
-    sync_run_ids: frozenset[str]
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceType:
-    platform: str
-    resource_type: str
-    size_schema: Mapping[str, Any]
-    updated_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class Project:
-    id: str
-    platform: str
-    cloud: str
-    external_id: str
-    name: str | None
-    metadata: Mapping[str, Any]
-    created_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class Relation:
-    """A directed relation ``source -> target``; ``valid_to`` None = still active. Never hard-deleted."""
-
-    id: str
-    source_id: str
-    target_id: str
-    relation_type: str
-    metadata: Mapping[str, Any]
-    valid_from: datetime
-    valid_to: datetime | None
-    created_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class RejectedEvent:
-    id: str
-    received_at: datetime
-    reason: str
-    raw: Any
-
-
-@dataclass(frozen=True, slots=True)
-class AuditEntry:
-    """An audit row to write; the store adds the id and ``at``."""
-
-    actor: str
-    action: str
-    object_type: str
-    object_id: str
-    details: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class AuditRecord:
-    id: int
-    at: datetime
-    actor: str
-    action: str
-    object_type: str
-    object_id: str
-    details: Mapping[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
-    """A refused item to keep in rejected_events (``raw`` already cut to its stored form)."""
-
-    reason: str
-    raw: Any
-
-
-@dataclass(frozen=True, slots=True)
-class BatchOutcome:
-    """What ``write_batch`` did: which events were new, which were duplicates, which keys were replayed."""
-
-    inserted: tuple[Event, ...]
-    duplicates: tuple[Event, ...]
-    replayed: tuple[ResourceKey, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Page(Generic[T, K]):
-    items: list[T]
-    next_key: K | None
-
-
-@dataclass(frozen=True, slots=True)
-class EventFilter:
-    """Equality filters on events, plus the half-open window ``[start, end)`` on ``timestamp``."""
-
-    cloud: str | None = None
-    platform: str | None = None
-    project_id: str | None = None
-    resource_type: str | None = None
-    event_type: str | None = None
-    source: str | None = None
-    start: datetime | None = None
-    end: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceFilter:
-    """Equality filters on projection rows; ``status`` active = not deleted, deleted = deleted."""
-
-    cloud: str | None = None
-    platform: str | None = None
-    project_id: str | None = None
-    resource_type: str | None = None
-    state: str | None = None
-    status: ResourceStatus = "active"
-
-
-@dataclass(frozen=True, slots=True)
-class UsageScope:
-    """What a usage export reads: the resources matching the filters that may hold usage in
-    ``[start, end)``, with their events dated before ``end`` and received before ``as_of``."""
-
-    start: datetime
-    end: datetime
-    as_of: datetime | None = None
-    cloud: str | None = None
-    platform: str | None = None
-    project_id: str | None = None  # any event of the project: a resource moved away is still read
-    resource_type: str | None = None
-
-
-class BatchWriter(Protocol):
-    """A batch being written, opened by ``Store.open_batch``: events are handed over as they pass
-    validation, ``finish`` completes the batch, and leaving the block commits it (an error rolls
-    everything back)."""
-
-    async def add(self, events: Sequence[Event]) -> None:
-        """Events of the batch that passed validation; a backend may start inserting them now."""
-        ...
-
-    async def finish(
-        self, *, dead_letters: Sequence[DeadLetter] = (), audits: Sequence[AuditEntry] = ()
-    ) -> BatchOutcome:
-        """What ``Store.write_batch`` does with every event added, in this batch's transaction."""
-        ...
-
-
-# Sort keys of the paginated reads.
-EventKey = tuple[datetime, str]  # (timestamp, event_id)
-RejectedKey = tuple[datetime, str]  # (received_at, id)
+from ._records import EVENT_GROUPS as EVENT_GROUPS
+from ._records import RESOURCE_GROUPS as RESOURCE_GROUPS
+from ._records import AuditEntry as AuditEntry
+from ._records import AuditRecord as AuditRecord
+from ._records import BatchOutcome as BatchOutcome
+from ._records import BatchWriter as BatchWriter
+from ._records import Bucket as Bucket
+from ._records import Conflict as Conflict
+from ._records import DeadLetter as DeadLetter
+from ._records import EventFilter as EventFilter
+from ._records import EventKey as EventKey
+from ._records import MigrationError as MigrationError
+from ._records import Page as Page
+from ._records import Project as Project
+from ._records import RejectedEvent as RejectedEvent
+from ._records import RejectedKey as RejectedKey
+from ._records import Relation as Relation
+from ._records import ResourceFilter as ResourceFilter
+from ._records import ResourceStatus as ResourceStatus
+from ._records import ResourceType as ResourceType
+from ._records import RuleViolation as RuleViolation
+from ._records import SchemaStatus as SchemaStatus
+from ._records import SizeName as SizeName
+from ._records import StoreError as StoreError
+from ._records import SyncLockHeld as SyncLockHeld
+from ._records import SyncReceipts as SyncReceipts
+from ._records import SyncRow as SyncRow
+from ._records import SyncStatus as SyncStatus
+from ._records import UnsupportedStoreUrl as UnsupportedStoreUrl
+from ._records import UsageScope as UsageScope
 
 
 class Store(Protocol):

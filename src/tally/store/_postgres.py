@@ -57,16 +57,9 @@ from ._interface import (
 from ._migrations import Migration
 from ._pg_pages import EVENT_JSON_SELECT, ROW_JSON_SELECT, events_json_page, resources_json_page
 from ._seam import Tx
-from ._sql import (
-    FOLD_ROW_COLUMNS,
-    ROW_COLUMNS,
-    SqlStore,
-    canonical_json,
-    key_order,
-    loads_json,
-    plan_fold,
-    select_list,
-)
+from ._sql import SqlStore
+from ._sql_ingest import plan_fold
+from ._sql_text import FOLD_ROW_COLUMNS, ROW_COLUMNS, canonical_json, key_order, loads_json, select_list
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,8 @@ from tally.core import ResourceKey, as_utc, parse_instant, utc_now
 from ._interface import Bucket, MigrationError, SyncLockHeld
 from ._migrations import Migration
 from ._seam import Tx
-from ._sql import SqlStore, canonical_json, loads_json
+from ._sql import SqlStore
+from ._sql_text import canonical_json, loads_json
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")

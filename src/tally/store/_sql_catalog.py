@@ -1,0 +1,76 @@
+"""The catalog part of the shared SQL: size names per cloud and the size schema of resource types.
+
+A mixin of ``SqlStore`` over the dialect seam (see ``_sql_base``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tally.core import utc_now
+
+from ._interface import ResourceType, RuleViolation, SizeName
+from ._sql_base import SqlBase
+
+
+class CatalogSql(SqlBase):
+    """Store methods of size names and resource types; see the module docstring."""
+
+    async def size_names(self, cloud: str) -> list[SizeName]:
+        recs = await self._fetch(
+            "SELECT cloud, resource_type, member, value, name FROM size_names WHERE cloud = ? "
+            "ORDER BY resource_type, member, value",
+            (cloud,),
+        )
+        return [SizeName(*rec) for rec in recs]
+
+    async def replace_size_names(self, cloud: str, rows: Sequence[SizeName]) -> None:
+        for row in rows:
+            if row.cloud != cloud:
+                raise RuleViolation(
+                    f"size name row of cloud {row.cloud!r} given to replace those of {cloud!r}"
+                )
+        async with self._tx() as tx:
+            await tx.execute("DELETE FROM size_names WHERE cloud = ?", (cloud,))
+            if rows:
+                await tx.executemany(
+                    "INSERT INTO size_names (cloud, resource_type, member, value, name) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (cloud, resource_type, member, value) "
+                    "DO UPDATE SET name = excluded.name",
+                    [(r.cloud, r.resource_type, r.member, r.value, r.name) for r in rows],
+                )
+
+    # -- resource types -------------------------------------------------------------------------------
+    def _resource_type(self, rec: Sequence[Any]) -> ResourceType:
+        return ResourceType(rec[0], rec[1], self.from_js(rec[2]), self.from_ts(rec[3]))
+
+    async def get_resource_type(self, platform: str, resource_type: str) -> ResourceType | None:
+        recs = await self._fetch(
+            "SELECT platform, resource_type, size_schema, updated_at FROM resource_types "
+            "WHERE platform = ? AND resource_type = ?",
+            (platform, resource_type),
+        )
+        return self._resource_type(recs[0]) if recs else None
+
+    async def list_resource_types(self) -> list[ResourceType]:
+        async with self._tx() as tx:
+            recs = await tx.fetchall(
+                "SELECT platform, resource_type, size_schema, updated_at FROM resource_types "
+                "ORDER BY platform, resource_type"
+            )
+        return [self._resource_type(r) for r in recs]
+
+    async def put_resource_type(
+        self, platform: str, resource_type: str, size_schema: Mapping[str, Any]
+    ) -> ResourceType:
+        now = utc_now()
+        async with self._tx() as tx:
+            await tx.execute(
+                "INSERT INTO resource_types (platform, resource_type, size_schema, updated_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (platform, resource_type) "
+                "DO UPDATE SET size_schema = excluded.size_schema, "
+                "updated_at = excluded.updated_at",
+                (platform, resource_type, self.js(dict(size_schema)), self.ts(now)),
+            )
+        return ResourceType(platform, resource_type, dict(size_schema), now)
