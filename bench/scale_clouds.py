@@ -4,7 +4,7 @@ Fifty fake OpenStack clouds of different sizes (geometric, 100 to 10,000 resourc
 volumes, floating IPs and images; ``--quick`` 10 to 300) are served by one process of their own, one
 port each; one ``tally run`` on a fresh PostgreSQL database syncs them all on one interval (600 s by
 default, ``--quick`` 20 s) with its default cap (half of ``TALLY_REPORTING_DB_MAX_CONNS``) and budget.
-After ``--intervals`` intervals (and the jitter and a tail for the runs still going) the daemon is
+After ``--intervals`` intervals (2, ``--quick`` 1; plus the jitter and a short tail) the daemon is
 stopped and its record read:
 
 - per interval ``k``: how many clouds completed their ``k``-th run (the first runs are staggered over
@@ -48,7 +48,7 @@ T0 = datetime(2026, 7, 1, tzinfo=UTC)
 NOW = T0 + timedelta(days=10)  # the fake clouds' frozen virtual instant
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 JITTER = 0.1
-TAIL_S = 10.0  # after the last interval: the runs still going finish
+TAIL_S = 5.0  # after the last interval: the runs of its end finish
 SLOT_WAIT = re.compile(r"sync started cloud=(\S+) .*slot_wait_s=([0-9.]+)")
 
 
@@ -199,7 +199,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small clouds and a 30 s interval")
     parser.add_argument("--clouds", type=int, default=50)
     parser.add_argument("--interval", type=int, default=None, help="sync_interval_s (default 600, quick 30)")
-    parser.add_argument("--intervals", type=int, default=2, help="how many intervals to watch")
+    parser.add_argument(
+        "--intervals", type=int, default=None, help="how many intervals to watch (default 2, quick 1)"
+    )
     parser.add_argument(
         "--pg", metavar="ADMIN_URL", default=PG_ADMIN, help="the PostgreSQL to create the database on"
     )
@@ -211,7 +213,8 @@ def main() -> int:
         serve_fakes(counts)
         return 0
     interval = args.interval if args.interval is not None else (30 if args.quick else 600)
-    return orchestrate(counts, interval, args.intervals, args.pg, args.max_conns, quick=args.quick)
+    intervals = args.intervals if args.intervals is not None else (1 if args.quick else 2)
+    return orchestrate(counts, interval, intervals, args.pg, args.max_conns, quick=args.quick)
 
 
 def orchestrate(
@@ -278,6 +281,7 @@ def orchestrate(
                 )
                 time.sleep(max(0.0, started + watch_s - time.monotonic()))
                 metrics = httpx.get(f"{base}/metrics", timeout=10).text
+                stopped_at = datetime.now(UTC)
                 daemon.send_signal(signal.SIGTERM)
                 daemon.wait(timeout=60)
             runs = read_runs(db_url)
@@ -288,7 +292,7 @@ def orchestrate(
             fakes.wait(timeout=30)
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         log_text = log_path.read_text()
-    return report(counts, interval, intervals, runs, metrics, log_text, time.monotonic() - began)
+    return report(counts, interval, intervals, runs, stopped_at, metrics, log_text, time.monotonic() - began)
 
 
 def wait_ready(base: str, daemon: subprocess.Popen[str]) -> float:
@@ -306,9 +310,19 @@ def wait_ready(base: str, daemon: subprocess.Popen[str]) -> float:
 
 
 def report(
-    counts: list[int], interval: int, intervals: int, runs: list[Run], metrics: str, log: str, took_s: float
+    counts: list[int],
+    interval: int,
+    intervals: int,
+    all_runs: list[Run],
+    stopped_at: datetime,
+    metrics: str,
+    log: str,
+    took_s: float,
 ) -> int:
     clouds = [cloud_name(i) for i in range(len(counts))]
+    # The runs the stop cut short (recorded failed, "cancelled") are the stop's, not the load's.
+    runs = [r for r in all_runs if r.completed_at is not None and r.completed_at < stopped_at]
+    cut = len(all_runs) - len(runs)
     completed: dict[str, list[Run]] = {c: [] for c in clouds}
     for run in runs:
         if run.status == "completed":
@@ -337,7 +351,10 @@ def report(
         metrics, "tally_sync_waits_exceeded_total", '{wait="connection"}'
     )
     durations = [(r.completed_at - r.started_at).total_seconds() for r in runs if r.completed_at]
-    print(f"runs: {len(runs)} ({failed} failed, {int(not_started)} not started past their budget)")
+    print(
+        f"runs: {len(runs)} ({failed} failed, {int(not_started)} not started past their budget; "
+        f"{cut} cut short by the stop)"
+    )
     print(
         f"run length: p50 {percentile(durations, 0.5):.2f} s, p99 {percentile(durations, 0.99):.2f} s, "
         f"max {max(durations, default=0):.2f} s"
