@@ -10,6 +10,7 @@ def test_reporting_api_names_are_exported() -> None:
         "Problem",
         "ReportingServices",
         "SyncAlreadyRunning",
+        "SyncNotStarted",
         "SyncOutcome",
         "SyncRunner",
         "UnknownCloud",

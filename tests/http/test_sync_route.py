@@ -8,7 +8,7 @@ import anyio
 import pytest
 from http_support import ADMIN, INTERNAL, build_api
 
-from tally.http import SyncAlreadyRunning, SyncOutcome, UnknownCloud
+from tally.http import SyncAlreadyRunning, SyncNotStarted, SyncOutcome, UnknownCloud
 from tally.store import Store
 
 pytestmark = pytest.mark.anyio
@@ -17,10 +17,13 @@ pytestmark = pytest.mark.anyio
 class RecordingRunner:
     """A runner of one cloud ``os-sim`` that answers what it was told to and records its calls."""
 
-    def __init__(self, *, failed: bool = False, busy: bool = False, delay: float = 0.0) -> None:
+    def __init__(
+        self, *, failed: bool = False, busy: bool = False, delay: float = 0.0, no_slot: bool = False
+    ) -> None:
         self.calls: list[tuple[str, datetime | None]] = []
         self.failed = failed
         self.busy = busy
+        self.no_slot = no_slot
         self.delay = delay
         self.cancelled = anyio.Event()
 
@@ -29,6 +32,8 @@ class RecordingRunner:
             raise UnknownCloud(cloud)
         if self.busy:
             raise SyncAlreadyRunning(cloud)
+        if self.no_slot:
+            raise SyncNotStarted(cloud, "waited the whole budget of 45 s for a sync slot: all 5 were running")
         self.calls.append((cloud, at))
         try:
             await anyio.sleep(self.delay)
@@ -144,3 +149,16 @@ async def test_answer_is_held_for_budget_plus_margin_then_the_run_is_cancelled(
     assert response.status_code == 500
     assert (await response.get_json())["detail"] == "the sync run failed"
     assert runner.cancelled.is_set()
+
+
+async def test_a_run_that_got_no_slot_within_its_budget_answers_503_naming_the_wait(store: Store) -> None:
+    api = await build_api(store, runner=RecordingRunner(no_slot=True))
+    response = await api.client.post("/internal/sync/os-sim", headers=internal())
+    assert response.status_code == 503
+    assert await response.get_json() == {
+        "type": "urn:tally:error:unavailable",
+        "title": "Service unavailable",
+        "status": 503,
+        "detail": "the sync did not start: "
+        "waited the whole budget of 45 s for a sync slot: all 5 were running",
+    }

@@ -17,8 +17,9 @@ from tally.config import CloudEntry, CloudsConfigError, Settings, load_clouds_co
 from tally.http import ReportingServices, SyncAlreadyRunning, UnknownCloud, create_reporting_app
 from tally.ingest import IngestPipeline
 from tally.reconcile import Status
+from tally.reconcile._pacing import next_delay
 from tally.reconcile._run import RunSettings
-from tally.reconcile._scheduler import next_delay, run_cloud_scheduler
+from tally.reconcile._scheduler import run_cloud_scheduler
 from tally.reconcile._service import SyncService
 from tally.store import Store
 

@@ -45,6 +45,8 @@ class Settings(BaseSettings):
     reporting_sync_budget_s: int = Field(45, ge=1, le=86400)
     reporting_sync_settle_s: int = Field(60, ge=0, le=3600)
     reporting_sync_clock_url: str | None = None
+    # 0: derived from the pool and the cloud count (reconcile's ``default_max_concurrent``).
+    reporting_sync_max_concurrent: int = Field(0, ge=0, le=1000)
     reporting_metrics_refresh_s: int = Field(60, ge=1, le=86400)
 
     # -- collector (oslo notifications) ---------------------------------------------------------------

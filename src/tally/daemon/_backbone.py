@@ -123,7 +123,7 @@ def backbone_resource(
         if sync is None:
             return CheckResult(True, "no clouds config")
         clouds = await sync.readiness_check()
-        return CheckResult(clouds.ready, clouds.detail)
+        return CheckResult(clouds.ready, clouds.detail, {"clouds": clouds.clouds})
 
     readiness.register("store", store_answers, unhealthy_after_s=settings.reporting_unhealthy_threshold_s)
     readiness.register("schema", schema_current)

@@ -10,6 +10,7 @@ from ._services import ReportingServices as ReportingServices
 from ._serving import listen_socket as listen_socket
 from ._serving import serve_quart as serve_quart
 from ._sync_runner import SyncAlreadyRunning as SyncAlreadyRunning
+from ._sync_runner import SyncNotStarted as SyncNotStarted
 from ._sync_runner import SyncOutcome as SyncOutcome
 from ._sync_runner import SyncRunner as SyncRunner
 from ._sync_runner import UnknownCloud as UnknownCloud
@@ -21,6 +22,7 @@ __all__ = [
     "ReadinessCheck",
     "ReportingServices",
     "SyncAlreadyRunning",
+    "SyncNotStarted",
     "SyncOutcome",
     "SyncRunner",
     "UnknownCloud",

@@ -19,8 +19,8 @@ database went away for good is then restarted by its supervisor, while a short o
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass, field
 
 import anyio
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
@@ -29,8 +29,12 @@ from quart import Blueprint, Response, jsonify
 
 @dataclass(frozen=True)
 class CheckResult:
+    """``extra`` members go into the check's entry of ``/readyz`` beside ``ok`` and ``detail`` (the
+    "clouds" check puts each cloud's health there)."""
+
     ok: bool
     detail: str = ""
+    extra: Mapping[str, object] = field(default_factory=dict)
 
 
 ReadinessCheck = Callable[[], Awaitable[CheckResult]]
@@ -109,7 +113,7 @@ def health_blueprint(readiness: Readiness, *, metrics_enabled: bool = True) -> B
         ready = all(r.ok for r in results.values())
         body = {
             "status": "ready" if ready else "not ready",
-            "checks": {name: {"ok": r.ok, "detail": r.detail} for name, r in results.items()},
+            "checks": {name: {**r.extra, "ok": r.ok, "detail": r.detail} for name, r in results.items()},
         }
         return jsonify(body), 200 if ready else 503
 

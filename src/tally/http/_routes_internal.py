@@ -15,7 +15,7 @@ import anyio
 from ._contract import Call, Reply, Router
 from ._models import RebuildAnswer, RebuildBody, SyncAnswer, SyncBody
 from ._problems import Problem
-from ._sync_runner import SyncAlreadyRunning, UnknownCloud
+from ._sync_runner import SyncAlreadyRunning, SyncNotStarted, UnknownCloud
 
 router = Router("internal")
 log = logging.getLogger(__name__)
@@ -66,6 +66,9 @@ async def trigger_sync(call: Call) -> Any:
         raise Problem("not_found", f"no cloud {cloud!r} is configured") from None
     except SyncAlreadyRunning:
         raise Problem("conflict", "a sync for this cloud is already running") from None
+    except SyncNotStarted as exc:
+        # Our own wait (a sync slot, a pooled connection), no platform detail: the reason is the answer.
+        raise Problem("unavailable", f"the sync did not start: {exc.reason}") from None
     except TimeoutError:
         log.error("sync answer not ready within hold cloud=%s hold_s=%d", cloud, hold)
         raise Problem("internal", "the sync run failed") from None

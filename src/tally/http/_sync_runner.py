@@ -14,16 +14,17 @@ from typing import Protocol
 # re-exported from tally.http under their names of old.
 from tally.reconcile import RunnerOutcome as SyncOutcome
 from tally.reconcile import SyncAlreadyRunning as SyncAlreadyRunning
+from tally.reconcile import SyncNotStarted as SyncNotStarted
 from tally.reconcile import UnknownCloud as UnknownCloud
 
-__all__ = ["SyncAlreadyRunning", "SyncOutcome", "SyncRunner", "UnknownCloud"]
+__all__ = ["SyncAlreadyRunning", "SyncNotStarted", "SyncOutcome", "SyncRunner", "UnknownCloud"]
 
 
 class SyncRunner(Protocol):
     async def run(self, cloud: str, at: datetime | None) -> SyncOutcome:
         """Run one sync of ``cloud`` at the told instant ``at`` (None: now) and return its outcome.
 
-        Raises ``UnknownCloud`` or ``SyncAlreadyRunning``. Cancelling the call (the
+        Raises ``UnknownCloud``, ``SyncAlreadyRunning`` or ``SyncNotStarted``. Cancelling the call (the
         client went away, or the hold of budget + 15 s ran out) cancels the run.
         """
         ...

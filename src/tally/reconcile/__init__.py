@@ -21,6 +21,7 @@ from ._diff import diff as diff
 from ._errors import RunAborted as RunAborted
 from ._errors import SizeNamesFailed as SizeNamesFailed
 from ._errors import SyncError as SyncError
+from ._health import CloudHealth as CloudHealth
 from ._model import Correction as Correction
 from ._model import Deferral as Deferral
 from ._model import DeletedResource as DeletedResource
@@ -33,6 +34,9 @@ from ._model import Reason as Reason
 from ._model import SizeNameEntry as SizeNameEntry
 from ._model import Status as Status
 from ._model import SyncOutcome as SyncOutcome
+from ._pacing import default_max_concurrent as default_max_concurrent
+from ._pacing import first_delay as first_delay
+from ._pacing import stagger_offset as stagger_offset
 from ._rules import DeletedWindow as DeletedWindow
 from ._rules import absence_delete_instant as absence_delete_instant
 from ._rules import cap_errors as cap_errors
@@ -59,6 +63,7 @@ from ._run import run_sync as run_sync
 from ._runner import CloudsReadiness as CloudsReadiness
 from ._runner import RunnerOutcome as RunnerOutcome
 from ._runner import SyncAlreadyRunning as SyncAlreadyRunning
+from ._runner import SyncNotStarted as SyncNotStarted
 from ._runner import UnknownCloud as UnknownCloud
 from ._scheduler import read_told_instant as read_told_instant
 from ._scheduler import run_cloud_scheduler as run_cloud_scheduler
@@ -70,6 +75,7 @@ __all__ = [
     "BATCH_SIZE",
     "AccountCheck",
     "Adapter",
+    "CloudHealth",
     "CloudsReadiness",
     "Correction",
     "Deferral",
@@ -92,6 +98,7 @@ __all__ = [
     "Status",
     "SyncAlreadyRunning",
     "SyncError",
+    "SyncNotStarted",
     "SyncOutcome",
     "SyncService",
     "UnknownCloud",
@@ -101,6 +108,7 @@ __all__ = [
     "check_adapter_environments",
     "create_instant",
     "create_missing_from_history",
+    "default_max_concurrent",
     "deferral_of_absence_delete",
     "deferral_of_create",
     "deferral_of_reported_delete",
@@ -111,6 +119,7 @@ __all__ = [
     "diff",
     "drift",
     "event_of",
+    "first_delay",
     "held_no_row",
     "inside_recent_window",
     "past_newest_event",
@@ -122,6 +131,7 @@ __all__ = [
     "run_cloud_scheduler",
     "run_sync",
     "scheduler_specs",
+    "stagger_offset",
     "validate_adapter_config",
     "whole_life_start",
 ]

@@ -56,6 +56,32 @@ CONFIG_INVALID = Gauge(
     ["cloud"],
 )
 
+LAST_ERROR = Gauge(
+    "tally_sync_last_error_timestamp_seconds",
+    "Wall-clock instant the cloud's last failed run ended, or its last run that waited past its budget "
+    "for a slot or a connection gave up (0 until one has); above the last completed one: the cloud fails.",
+    ["cloud"],
+)
+IN_PROGRESS = Gauge(
+    "tally_sync_runs_in_progress", "Sync runs of this process holding a slot (at most the cap)."
+)
+MAX_CONCURRENT = Gauge(
+    "tally_sync_max_concurrent",
+    "The cap on concurrent sync runs in force (TALLY_REPORTING_SYNC_MAX_CONCURRENT).",
+)
+SLOT_WAIT = Histogram(
+    "tally_sync_slot_wait_seconds",
+    "Time a sync run waited for a slot under the cap; it counts against the run's budget.",
+    buckets=(0.01, 0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 45, 60, 120, 300),
+)
+WAITS_EXCEEDED = Counter(
+    "tally_sync_waits_exceeded",
+    "Runs that did not start: they waited their whole budget for a sync slot or a database connection.",
+    ["wait"],
+)
+for _wait in ("slot", "connection"):
+    WAITS_EXCEEDED.labels(_wait)
+
 ACTIONS = {Kind.CREATE: "created", Kind.UPDATE: "updated", Kind.DELETE: "deleted"}
 _STARTED = time.time()
 # Invariant: holds a cloud only once one of its runs completed (in this process, or restored from the store).
@@ -71,6 +97,11 @@ def mark_completed(cloud: str, finished_at: float | None = None) -> None:
         LAST_COMPLETED.labels(cloud).set(instant)
 
 
+def mark_error(cloud: str, at: float) -> None:
+    """Record that a run of ``cloud`` failed (or gave up waiting) at ``at`` (Unix time)."""
+    LAST_ERROR.labels(cloud).set(at)
+
+
 def init_cloud(cloud: str) -> None:
     """Create the cloud's children at zero and the age gauge's reader."""
     for status in ("completed", "failed", "skipped"):
@@ -81,6 +112,7 @@ def init_cloud(cloud: str) -> None:
     for reason in Deferral:
         DEFERRED.labels(cloud, reason.value)
     LAST_COMPLETED.labels(cloud)
+    LAST_ERROR.labels(cloud)
     CONFIG_INVALID.labels(cloud)
     for status in ("completed", "failed"):
         SYNC_DURATION.labels(cloud, status)

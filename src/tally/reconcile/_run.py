@@ -2,6 +2,10 @@
 
 The order of work, and why:
 
+0. Take a sync slot (``slots``, ``TALLY_REPORTING_SYNC_MAX_CONCURRENT``): the budget starts here, so
+   the wait for a slot counts against it, and so does every wait for a pooled database connection
+   after it (``tally.store.connection_deadline``). A run that gets no slot, or no connection to record
+   itself, within its budget ends ``not started`` with the wait named, and writes no row.
 1. Read the run's one clock: the told instant, else the wall clock read once.
 2. Take the cloud's lock in the database (held: answer "lock held", write nothing).
 3. Read the bound (last completed run's started_at) *before* inserting this run's
@@ -16,7 +20,9 @@ The order of work, and why:
    run listed (``vouched_restore``).
 5. Record the row: completed when no error was recorded, else failed. A run
    cancelled from outside (the client went away, shutdown) is recorded failed
-   under a shield and the cancellation goes on.
+   under a shield and the cancellation goes on. Recording is not the run's work:
+   its connection waits get ``FINISH_GRACE_S`` past the budget (within the
+   route's hold of budget + 15 s), so a run at its budget still leaves its row.
 
 A failed run keeps the corrections it booked and never moves the bound, because
 only completed runs count for it.
@@ -36,7 +42,15 @@ import anyio
 from tally.actors import Budget, BudgetExceeded
 from tally.config import CloudEntry
 from tally.core import ONE_MICROSECOND, ResourceKey, StoredEvent, format_instant, parse_instant, utc_now
-from tally.store import SizeName, SyncLockHeld, SyncReceipts, SyncRow
+from tally.store import (
+    ConnectionWaits,
+    ConnectionWaitTimeout,
+    SizeName,
+    SyncLockHeld,
+    SyncReceipts,
+    SyncRow,
+    connection_deadline,
+)
 
 from . import _metrics
 from ._adapter import Adapter, ObserveRequest, Progress
@@ -50,6 +64,7 @@ from ._rules import cap_errors, deleted_servers_window, held_no_row
 log = logging.getLogger(__name__)
 
 RUNS_PAGE = 50
+FINISH_GRACE_S = 10.0
 LATE_EXCEPT = ("sync.create", "sync.delete")
 
 
@@ -133,21 +148,64 @@ async def run_sync(
     settings: RunSettings,
     at: datetime | None = None,
     config_error: str | None = None,
+    slots: anyio.CapacityLimiter | None = None,
 ) -> SyncOutcome:
     """Run one sync of ``entry`` (see the module docstring); never raises for a failed run.
 
     ``config_error`` is the reason the entry's adapter_config was refused at
     startup: the run then records it and ends failed before anything is observed.
+    ``slots`` caps the runs of the process (None: no cap).
     """
-    poll_at = at if at is not None else utc_now()
     cloud = entry.cloud
-    try:
-        async with store.sync_lock(cloud):
-            return await _locked_run(entry, store, pipeline, open_adapter, settings, poll_at, config_error)
-    except SyncLockHeld:
-        _metrics.SYNC_RUNS.labels(cloud, "skipped").inc()
-        log.info("sync lock held cloud=%s", cloud)
-        return SyncOutcome(RunStatus.LOCK_HELD, cloud)
+    began = time.monotonic()
+    with connection_deadline(began + settings.budget_s) as waits:
+        if slots is not None:
+            with anyio.move_on_after(settings.budget_s) as waiting:
+                await slots.acquire()
+            if waiting.cancelled_caught:
+                return _not_started(
+                    cloud,
+                    "slot",
+                    f"waited the whole budget of {settings.budget_s:g} s for a sync slot: all "
+                    f"{slots.total_tokens:g} of TALLY_REPORTING_SYNC_MAX_CONCURRENT were running",
+                )
+        slot_wait = time.monotonic() - began
+        _metrics.SLOT_WAIT.observe(slot_wait)
+        _metrics.IN_PROGRESS.inc()
+        try:
+            poll_at = at if at is not None else utc_now()
+            async with store.sync_lock(cloud):
+                return await _locked_run(
+                    entry,
+                    store,
+                    pipeline,
+                    open_adapter,
+                    settings,
+                    poll_at,
+                    config_error,
+                    began,
+                    slot_wait,
+                    waits,
+                )
+        except SyncLockHeld:
+            _metrics.SYNC_RUNS.labels(cloud, "skipped").inc()
+            log.info("sync lock held cloud=%s", cloud)
+            return SyncOutcome(RunStatus.LOCK_HELD, cloud)
+        except ConnectionWaitTimeout as exc:
+            # Raised outside the run's work: reading the bound or inserting the row (no row then), or
+            # recording the end past FINISH_GRACE_S (the row then stays running).
+            return _not_started(cloud, "connection", f"no database connection within the budget: {exc}")
+        finally:
+            _metrics.IN_PROGRESS.dec()
+            if slots is not None:
+                slots.release()
+
+
+def _not_started(cloud: str, wait: str, reason: str) -> SyncOutcome:
+    _metrics.SYNC_RUNS.labels(cloud, "skipped").inc()
+    _metrics.WAITS_EXCEEDED.labels(wait).inc()
+    log.warning("sync not started cloud=%s wait=%s reason=%s", cloud, wait, reason)
+    return SyncOutcome(RunStatus.NOT_STARTED, cloud, None, {"errors": [reason], "error_count": 1})
 
 
 async def _locked_run(
@@ -158,45 +216,69 @@ async def _locked_run(
     settings: RunSettings,
     poll_at: datetime,
     config_error: str | None,
+    began: float,
+    slot_wait: float,
+    waits: ConnectionWaits,
 ) -> SyncOutcome:
+    """The run once it holds its slot and its lock; ``began`` is when it asked for the slot."""
     cloud = entry.cloud
     bound = await store.last_completed_sync_started_at(cloud)
     run_id = await store.start_sync_run(cloud, poll_at)
-    log.info("sync started cloud=%s sync_run_id=%s at=%s bound=%s", cloud, run_id, poll_at.isoformat(), bound)
+    log.info(
+        "sync started cloud=%s sync_run_id=%s at=%s bound=%s slot_wait_s=%.3f",
+        cloud,
+        run_id,
+        poll_at.isoformat(),
+        bound,
+        slot_wait,
+    )
     stats = RunStats()
     progress = Progress()
-    began = time.monotonic()
+    # What is left of the budget once the slot, the lock and the row were had; never zero, so that a run
+    # whose waits took it all ends at once with the deadline error rather than a refusal of the Budget.
+    worked_from = time.monotonic()
+    remaining = max(settings.budget_s - (worked_from - began), 0.001)
     try:
         try:
-            with Budget(settings.budget_s):
+            with Budget(remaining):
                 if config_error is not None:
                     raise RunAborted(config_error)
                 await _work(
                     entry, store, pipeline, open_adapter, settings, poll_at, bound, run_id, stats, progress
                 )
         except BudgetExceeded:
-            stats.errors.extend(
-                f"listing the resources of {cloud}: the run ended while {doing}: context deadline exceeded"
-                for doing in progress.running()
-            )
+            if waits.waiting:
+                stats.errors.append(
+                    f"the run of {cloud} reached its budget of {settings.budget_s:g} s waiting for a "
+                    f"database connection (TALLY_REPORTING_DB_MAX_CONNS) while {progress.current()}"
+                )
+            else:
+                stats.errors.extend(
+                    f"listing the resources of {cloud}: the run ended while {doing}: "
+                    "context deadline exceeded"
+                    for doing in progress.running()
+                )
         except RunAborted as exc:
             stats.errors.append(str(exc))
         except Exception as exc:
-            # Our side broke (the store, the pipeline): still a recorded failure, never a silent one.
-            log.exception("sync crashed cloud=%s sync_run_id=%s", cloud, run_id)
+            # Our side broke (the store, the pipeline), or no connection came free within the budget
+            # (ConnectionWaitTimeout names that wait): still a recorded failure, never a silent one.
+            if not isinstance(exc, ConnectionWaitTimeout):
+                log.exception("sync crashed cloud=%s sync_run_id=%s", cloud, run_id)
             stats.errors.append(f"the run of {cloud} failed while {progress.current()}: {exc}")
     except BaseException:
         stats.errors.append(f"the run of {cloud} was cancelled while {progress.current()}")
         with anyio.CancelScope(shield=True):
-            await _finish(store, cloud, run_id, stats, began)
+            await _finish(store, cloud, run_id, stats, worked_from)
         raise
-    return await _finish(store, cloud, run_id, stats, began)
+    return await _finish(store, cloud, run_id, stats, worked_from)
 
 
 async def _finish(store: SyncStore, cloud: str, run_id: str, stats: RunStats, began: float) -> SyncOutcome:
     status = RunStatus.FAILED if stats.errors else RunStatus.COMPLETED
     document = stats.to_json()
-    await store.finish_sync_run(run_id, status.value, document, utc_now())
+    with connection_deadline(time.monotonic() + FINISH_GRACE_S):
+        await store.finish_sync_run(run_id, status.value, document, utc_now())
     _metrics.SYNC_RUNS.labels(cloud, status.value).inc()
     _metrics.SYNC_DURATION.labels(cloud, status.value).observe(time.monotonic() - began)
     if stats.errors:

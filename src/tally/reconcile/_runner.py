@@ -1,7 +1,7 @@
-"""What a caller of a sync gets back: the outcome of a finished run, the two refusals, and the clouds check.
+"""What a caller of a sync gets back: the outcome of a finished run, the three refusals, and the clouds check.
 
 These are the reconciliation's own types. The HTTP route (``tally.http``, which
-re-exports the first three under their old names) and the daemon's readiness
+re-exports the first four under their old names) and the daemon's readiness
 check (which adapts ``CloudsReadiness`` to its health type) sit on top of this
 package and import from here; nothing here imports them.
 """
@@ -28,6 +28,15 @@ class SyncAlreadyRunning(Exception):
         self.cloud = cloud
 
 
+class SyncNotStarted(Exception):
+    """The run waited its whole budget for a sync slot or a database connection: the route answers 503."""
+
+    def __init__(self, cloud: str, reason: str) -> None:
+        super().__init__(f"the sync of cloud {cloud!r} did not start: {reason}")
+        self.cloud = cloud
+        self.reason = reason
+
+
 @dataclass(frozen=True, slots=True)
 class RunnerOutcome:
     """What a finished run reports to the route (``tally.http.SyncOutcome``). ``failed`` makes the route
@@ -40,7 +49,9 @@ class RunnerOutcome:
 
 @dataclass(frozen=True, slots=True)
 class CloudsReadiness:
-    """The state of the clouds config for a readiness check: ``ready`` and a line saying why."""
+    """The state of the clouds for a readiness check: ``ready``, a line saying why, and each cloud's
+    health (``CloudHealth.to_json``) by name."""
 
     ready: bool
     detail: str
+    clouds: Mapping[str, Mapping[str, object]] = field(default_factory=dict)

@@ -1,9 +1,12 @@
 """The built-in scheduler: one actor per configured cloud, in place of the reference's CronJob.
 
-Each actor runs a sync when it starts and then every ``sync_interval_s`` seconds
-with ±10 % jitter, so replicas and clouds do not fire in lockstep; an interval of
-0 means the cloud is synced only on request. A scheduled run that finds the lock
-held (another replica, or an HTTP trigger) skips: the next tick tries again.
+Each actor runs its first sync at its place in the stagger (``_pacing.first_delay``:
+cloud ``i`` of the ``n`` scheduled clouds, by name, at ``i/n`` of its interval, the
+first at once) and then every ``sync_interval_s`` seconds with ±10 % jitter, so
+replicas and clouds do not fire in lockstep; an interval of 0 means the cloud is
+synced only on request. A scheduled run that finds the lock held (another replica,
+or an HTTP trigger) skips: the next tick tries again. Every run takes a slot of the
+service's cap first (``_service``).
 
 Told-instant mode (``TALLY_REPORTING_SYNC_CLOCK_URL``) is seed 002's development
 loop built in: before each run the actor reads the simulator's ``GET /clock`` and
@@ -23,10 +26,10 @@ from tally.actors import ActorContext, ChildSpec
 from tally.core import InstantError, parse_instant
 
 from ._model import Status
+from ._pacing import first_delay, next_delay
 from ._service import SyncService
 
 log = logging.getLogger(__name__)
-JITTER = 0.1
 
 
 class ClockUnreadable(Exception):
@@ -46,11 +49,6 @@ async def read_told_instant(client: httpx.AsyncClient, clock_url: str) -> dateti
     return min(virtual_now, period_to)
 
 
-def next_delay(interval_s: float, rng: random.Random) -> float:
-    """The wait before the next scheduled run: the interval, ±10 %."""
-    return interval_s * (1.0 + rng.uniform(-JITTER, JITTER))
-
-
 async def run_cloud_scheduler(
     service: SyncService,
     cloud: str,
@@ -59,13 +57,20 @@ async def run_cloud_scheduler(
     clock_url: str | None = None,
     rng: random.Random | None = None,
 ) -> None:
-    """Sync ``cloud`` at start and then on its interval until the supervisor asks it to stop."""
+    """Sync ``cloud`` at its place in the stagger, then on its interval, until the supervisor asks it
+    to stop."""
     entry = service.entries[cloud]
     rng = rng or random.Random()
     ctx.started()
     if entry.sync_interval_s == 0:
         await ctx.wait_stopping()
         return
+    intervals = {c: e.sync_interval_s for c, e in service.entries.items()}
+    delay = first_delay(cloud, intervals, rng)
+    if delay > 0:
+        log.info("first scheduled sync cloud=%s in_s=%.1f", cloud, delay)
+        with anyio.move_on_after(delay):
+            await ctx.wait_stopping()
     async with httpx.AsyncClient(timeout=10.0) as client:
         while not ctx.stopping:
             await _tick(service, cloud, client, clock_url)
@@ -84,6 +89,8 @@ async def _tick(service: SyncService, cloud: str, client: httpx.AsyncClient, clo
     outcome = await service.run_cloud(cloud, at)
     if outcome.status is Status.LOCK_HELD:
         log.info("scheduled sync skipped cloud=%s reason=lock_held", cloud)
+    elif outcome.status is Status.NOT_STARTED:
+        log.warning("scheduled sync skipped cloud=%s reason=%s", cloud, outcome.stats["errors"][0])
 
 
 def scheduler_specs(service: SyncService, *, clock_url: str | None = None) -> list[ChildSpec]:

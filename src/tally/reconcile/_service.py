@@ -5,6 +5,12 @@ the ``tally.http`` ``SyncRunner`` protocol) and each cloud's scheduler (via
 ``run_cloud``). The lock in the database, not this object, keeps one run per
 cloud, so the same holds across replicas.
 
+Runs are capped (``TALLY_REPORTING_SYNC_MAX_CONCURRENT``, by default half the pool, see ``_pacing``):
+every run of the process, scheduled or requested, takes a slot first, and the wait counts against
+its budget. Each cloud's health (last completed run, last error; ``_health``) is kept from the
+outcomes and restored from ``sync_runs`` at start, for the "clouds" check of /readyz and the
+``tally_sync_last_*_timestamp_seconds`` gauges.
+
 The startup check goes beyond the reference: every entry's adapter_config is
 validated when the service is built. An invalid entry is logged with its cloud
 and key, shown by ``tally_sync_cloud_config_invalid`` and by ``config_problems()``
@@ -15,18 +21,22 @@ records the reason in a failed sync_runs row, as the seed says.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+
+import anyio
 
 from tally.config import CloudEntry, Settings, load_clouds_config
+from tally.core import utc_now
 
 from . import _metrics
 from ._adapter import Adapter, adapter_class, check_adapter_environments, validate_adapter_config
 from ._booking import IngestsEvents
+from ._health import Health, failed_run_error, restored
 from ._model import Status, SyncOutcome
+from ._pacing import max_concurrent
 from ._run import RunSettings, SyncStore, run_sync
-from ._runner import CloudsReadiness, RunnerOutcome, SyncAlreadyRunning, UnknownCloud
+from ._runner import CloudsReadiness, RunnerOutcome, SyncAlreadyRunning, SyncNotStarted, UnknownCloud
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +56,14 @@ class SyncService:
         pipeline: IngestsEvents,
         settings: RunSettings,
         open_adapter: Callable[[CloudEntry], Adapter] = _open_registered,
+        max_concurrent: int | None = None,
     ) -> None:
+        """``max_concurrent`` caps the runs in progress at once (None: no cap, for a one-shot sync)."""
         self._entries = {e.cloud: e for e in entries}
+        self._slots = anyio.CapacityLimiter(max_concurrent) if max_concurrent is not None else None
+        self._health = Health(self._entries)
+        if max_concurrent is not None:
+            _metrics.MAX_CONCURRENT.set(max_concurrent)
         self._store = store
         self._pipeline = pipeline
         self._settings = settings
@@ -75,13 +91,35 @@ class SyncService:
         run_settings = RunSettings(
             settle_s=settings.reporting_sync_settle_s, budget_s=settings.reporting_sync_budget_s
         )
-        return cls(entries, store=store, pipeline=pipeline, settings=run_settings)
+        cap = max_concurrent(
+            settings.reporting_sync_max_concurrent, settings.reporting_db_max_conns, len(entries)
+        )
+        log.info(
+            "sync slots max_concurrent=%d clouds=%d db_max_conns=%d db_connections_at_most=%d",
+            cap,
+            len(entries),
+            settings.reporting_db_max_conns,
+            # The pool plus one dedicated lock connection per run in progress.
+            settings.reporting_db_max_conns + cap,
+        )
+        if cap > settings.reporting_db_max_conns:
+            log.warning(
+                "TALLY_REPORTING_SYNC_MAX_CONCURRENT=%d is above TALLY_REPORTING_DB_MAX_CONNS=%d: "
+                "runs will queue for connections, and the Reporting API behind them",
+                cap,
+                settings.reporting_db_max_conns,
+            )
+        return cls(entries, store=store, pipeline=pipeline, settings=run_settings, max_concurrent=cap)
 
     async def restore_last_completed(self) -> None:
         """Set each cloud's last-completed gauges from its newest completed row in ``sync_runs``, so
         that the stale-sync alert measures from the record, not from this process's start."""
         for cloud in sorted(self._entries):
-            finished = last_completed_at(await self._store.list_sync_runs(cloud))
+            health = restored(await self._store.list_sync_runs(cloud))
+            self._health.restore(cloud, health)
+            if health.last_error_at is not None:
+                _metrics.mark_error(cloud, health.last_error_at.timestamp())
+            finished = health.last_completed_at
             if finished is not None:
                 _metrics.mark_completed(cloud, finished.timestamp())
                 log.info("last completed sync restored cloud=%s completed_at=%s", cloud, finished.isoformat())
@@ -95,19 +133,26 @@ class SyncService:
         return dict(self._problems)
 
     async def readiness_check(self) -> CloudsReadiness:
-        """The "clouds" entry of /readyz (the daemon adapts it): always ready (one cloud's typo must not
-        stop the others), with the refused entries in its detail."""
-        if not self._problems:
-            return CloudsReadiness(True, f"{len(self._entries)} cloud(s) configured")
-        detail = "; ".join(f"cloud {c}: {r}" for c, r in sorted(self._problems.items()))
-        return CloudsReadiness(True, f"adapter_config refused, runs of these clouds fail: {detail}")
+        """The "clouds" entry of /readyz (the daemon adapts it): always ready (one cloud's typo, or one
+        cloud's outage, must not stop the others), with the refused entries and the failing clouds in
+        its detail and every cloud's health beside it."""
+        health = self._health.snapshot()
+        clouds = {cloud: h.to_json() for cloud, h in health.items()}
+        failing = [cloud for cloud, h in health.items() if h.failing]
+        parts = [f"{len(self._entries)} cloud(s) configured"]
+        if failing:
+            parts.append(f"{len(failing)} failing: {', '.join(failing)}")
+        if self._problems:
+            detail = "; ".join(f"cloud {c}: {r}" for c, r in sorted(self._problems.items()))
+            parts.append(f"adapter_config refused, runs of these clouds fail: {detail}")
+        return CloudsReadiness(True, "; ".join(parts), clouds)
 
     async def run_cloud(self, cloud: str, at: datetime | None = None) -> SyncOutcome:
         """Run one sync of ``cloud``; the outcome says completed, failed, lock held or unknown cloud."""
         entry = self._entries.get(cloud)
         if entry is None:
             return SyncOutcome(Status.UNKNOWN_CLOUD, cloud)
-        return await run_sync(
+        outcome = await run_sync(
             entry,
             store=self._store,
             pipeline=self._pipeline,
@@ -115,24 +160,37 @@ class SyncService:
             settings=self._settings,
             at=at,
             config_error=self._problems.get(cloud),
+            slots=self._slots,
         )
+        self._note(outcome)
+        return outcome
+
+    def _note(self, outcome: SyncOutcome) -> None:
+        """Keep the cloud's health from a run's outcome (a held lock says nothing about the cloud)."""
+        cloud, now = outcome.cloud, utc_now()
+        if outcome.status is Status.COMPLETED and outcome.sync_run_id is not None:
+            self._health.completed(cloud, outcome.sync_run_id, now)
+        elif outcome.status is Status.FAILED:
+            count = outcome.stats.get("error_count", 0)
+            self._health.failed(cloud, outcome.sync_run_id, now, failed_run_error(int(count)))
+            _metrics.mark_error(cloud, now.timestamp())
+        elif outcome.status is Status.NOT_STARTED:
+            self._health.failed(cloud, None, now, str(outcome.stats["errors"][0]))
+            _metrics.mark_error(cloud, now.timestamp())
 
     async def run(self, cloud: str, at: datetime | None) -> RunnerOutcome:
-        """The HTTP route's call: raises ``UnknownCloud`` (404) or ``SyncAlreadyRunning`` (409)."""
+        """The HTTP route's call: raises ``UnknownCloud`` (404), ``SyncAlreadyRunning`` (409) or
+        ``SyncNotStarted`` (503: no slot or connection within the budget)."""
         outcome = await self.run_cloud(cloud, at)
         if outcome.status is Status.UNKNOWN_CLOUD:
             raise UnknownCloud(cloud)
         if outcome.status is Status.LOCK_HELD:
             raise SyncAlreadyRunning(cloud)
+        if outcome.status is Status.NOT_STARTED:
+            raise SyncNotStarted(cloud, str(outcome.stats["errors"][0]))
         assert outcome.sync_run_id is not None
         return RunnerOutcome(
             sync_run_id=outcome.sync_run_id,
             stats=outcome.to_json()["stats"],
             failed=outcome.status is Status.FAILED,
         )
-
-
-def last_completed_at(runs: Iterable[Mapping[str, Any]]) -> datetime | None:
-    """The newest ``completed_at`` among the completed runs (shaped as ``Store.get_sync_run`` answers)."""
-    instants = [r["completed_at"] for r in runs if r["status"] == "completed" and r["completed_at"]]
-    return max(instants, default=None)

@@ -69,7 +69,7 @@ async def run_sync_command(args: argparse.Namespace) -> int:
         print(f"tally: a sync for cloud {args.cloud!r} is already running", file=sys.stderr)
         return 3
     answer: dict[str, Any] = {"status": outcome.status.value, **outcome.to_json()}
-    if outcome.status is Status.FAILED:
+    if outcome.status in (Status.FAILED, Status.NOT_STARTED):
         answer["errors"] = list(outcome.stats.get("errors", []))
     print(json.dumps(answer, indent=2))
     return 0 if outcome.status is Status.COMPLETED else 1

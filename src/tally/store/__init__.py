@@ -42,6 +42,10 @@ from ._interface import UsageScope as UsageScope
 from ._open import dialect_of as dialect_of
 from ._open import hash_secret as hash_secret
 from ._open import open_store as open_store
+from ._pool_wait import ConnectionWaits as ConnectionWaits
+from ._pool_wait import ConnectionWaitTimeout as ConnectionWaitTimeout
+from ._pool_wait import connection_deadline as connection_deadline
+from ._pool_wait import current_connection_waits as current_connection_waits
 from ._probe import ProbeResult as ProbeResult
 from ._probe import probe_store as probe_store
 
@@ -54,6 +58,8 @@ __all__ = [
     "BatchOutcome",
     "Bucket",
     "Conflict",
+    "ConnectionWaitTimeout",
+    "ConnectionWaits",
     "CredentialStatus",
     "DeadLetter",
     "EventFilter",
@@ -81,6 +87,8 @@ __all__ = [
     "TokenRole",
     "UnsupportedStoreUrl",
     "UsageScope",
+    "connection_deadline",
+    "current_connection_waits",
     "dialect_of",
     "hash_secret",
     "open_store",

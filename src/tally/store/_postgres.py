@@ -26,7 +26,7 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -56,6 +56,7 @@ from ._interface import (
 )
 from ._migrations import Migration
 from ._pg_pages import EVENT_JSON_SELECT, ROW_JSON_SELECT, events_json_page, resources_json_page
+from ._pool_wait import pooled_connection
 from ._seam import Tx
 from ._sql import SqlStore
 from ._sql_ingest import plan_fold
@@ -375,6 +376,7 @@ class PostgresStore(SqlStore):
     def __init__(self, url: str, *, max_conns: int = 10) -> None:
         super().__init__()
         self._url = url
+        self._max_conns = max_conns
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
             url,
             min_size=1,
@@ -384,6 +386,10 @@ class PostgresStore(SqlStore):
             configure=_configure,
         )
 
+    def _connection(self) -> AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]:
+        """A pooled connection, waiting no longer than the caller's deadline (see ``_pool_wait``)."""
+        return pooled_connection(self._pool, self._max_conns)
+
     async def open(self) -> None:
         try:
             await self._pool.open(wait=True, timeout=15)
@@ -392,7 +398,7 @@ class PostgresStore(SqlStore):
             raise StoreError(
                 f"cannot connect to PostgreSQL at {describe_url(self._url)} within 15 s"
             ) from exc
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             await conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
                 "name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
@@ -403,11 +409,11 @@ class PostgresStore(SqlStore):
 
     @asynccontextmanager
     async def _tx(self) -> AsyncIterator[Tx]:
-        async with self._pool.connection() as conn, conn.transaction():
+        async with self._connection() as conn, conn.transaction():
             yield _PgTx(conn)
 
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        async with self._pool.connection() as conn:
+        async with self._connection() as conn:
             cursor = await conn.execute(_pg(sql), list(params))
             return [tuple(r) for r in await cursor.fetchall()]
 
@@ -475,7 +481,7 @@ class PostgresStore(SqlStore):
     async def _run_migration(self, migration: Migration, *, up: bool) -> None:
         direction = "up" if up else "down"
         try:
-            async with self._pool.connection() as conn, conn.transaction():
+            async with self._connection() as conn, conn.transaction():
                 # Replicas starting together: one applies, the others find the version recorded.
                 await conn.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATION_LOCK])
                 cursor = await conn.execute(
@@ -518,7 +524,7 @@ class PostgresStore(SqlStore):
     ) -> AsyncIterator[BatchWriter]:
         """The batch's transaction on one connection in pipeline mode; see ``_PgBatch``."""
         at = as_utc(received_at) if received_at is not None else utc_now()
-        async with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
+        async with self._connection() as conn, conn.pipeline(), conn.transaction():
             batch = _PgBatch(self, conn, at)
             await batch.lock_and_read(sorted(set(keys), key=key_order))
             yield batch

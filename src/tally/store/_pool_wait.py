@@ -1,0 +1,101 @@
+"""Waiting for a pooled PostgreSQL connection: bounded by the caller's deadline, measured, and named.
+
+A sync run must not wait for a database connection past its budget (issue 17): with many clouds
+syncing at once the pool of ``TALLY_REPORTING_DB_MAX_CONNS`` is what they queue for. psycopg_pool
+waits up to its own timeout (30 s) for every request; a caller that sets a deadline with
+``connection_deadline`` makes each acquisition in its context wait only until then, and a wait
+that reaches it raises ``ConnectionWaitTimeout`` naming the wait, at the acquisition (never in the
+middle of a statement). The context is a ``ContextVar``, so the tasks a run starts inherit it and
+the store's methods need no extra argument.
+
+Every acquisition is counted in ``tally_db_connection_wait_seconds`` (no labels) and each timeout in
+``tally_db_connection_wait_timeouts_total``: the pool's queue is visible whoever waited.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import Counter, Histogram
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from ._interface import StoreError
+
+CONNECTION_WAIT = Histogram(
+    "tally_db_connection_wait_seconds",
+    "Time a request waited for a connection of the PostgreSQL pool (TALLY_REPORTING_DB_MAX_CONNS).",
+    buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+CONNECTION_WAIT_TIMEOUTS = Counter(
+    "tally_db_connection_wait_timeouts",
+    "Requests that got no pooled connection before their deadline (a sync's budget) or the pool's timeout.",
+)
+
+
+class ConnectionWaitTimeout(StoreError):
+    """No pooled connection came free before the caller's deadline; the text names the wait."""
+
+
+@dataclass(slots=True)
+class ConnectionWaits:
+    """The waits of one caller (a sync run) so far. Invariant: ``waiting`` only inside an acquisition."""
+
+    deadline: float | None  # time.monotonic() instant; None = the pool's own timeout
+    waiting: bool = False
+    count: int = 0
+    total_s: float = 0.0
+    longest_s: float = 0.0
+
+
+_CURRENT: ContextVar[ConnectionWaits | None] = ContextVar("tally_connection_waits", default=None)
+
+
+@contextmanager
+def connection_deadline(deadline: float | None) -> Iterator[ConnectionWaits]:
+    """Bound every pooled acquisition in this context (and the tasks it starts) by ``deadline``."""
+    waits = ConnectionWaits(deadline)
+    token = _CURRENT.set(waits)
+    try:
+        yield waits
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_connection_waits() -> ConnectionWaits | None:
+    """The waits of the caller whose context this is (None: no deadline was set)."""
+    return _CURRENT.get()
+
+
+@asynccontextmanager
+async def pooled_connection(pool: AsyncConnectionPool[Any], max_conns: int) -> AsyncIterator[Any]:
+    """A connection of ``pool`` for the block, waiting no longer than the context's deadline."""
+    waits = _CURRENT.get()
+    timeout = None
+    if waits is not None and waits.deadline is not None:
+        timeout = max(0.0, waits.deadline - time.monotonic())
+    began = time.monotonic()
+    if waits is not None:
+        waits.waiting = True
+    async with AsyncExitStack() as stack:
+        try:
+            conn = await stack.enter_async_context(pool.connection(timeout=timeout))
+        except PoolTimeout as exc:
+            CONNECTION_WAIT_TIMEOUTS.inc()
+            raise ConnectionWaitTimeout(
+                f"waited {time.monotonic() - began:.1f} s for a database connection, all "
+                f"{max_conns} of TALLY_REPORTING_DB_MAX_CONNS in use"
+            ) from exc
+        finally:
+            waited = time.monotonic() - began
+            CONNECTION_WAIT.observe(waited)
+            if waits is not None:
+                waits.waiting = False
+                waits.count += 1
+                waits.total_s += waited
+                waits.longest_s = max(waits.longest_s, waited)
+        yield conn
