@@ -35,6 +35,7 @@ from ._interface import Bucket, MigrationError, SyncLockHeld
 from ._migrations import Migration
 from ._seam import Tx
 from ._sql import SqlStore, canonical_json, loads_json
+from ._usage_sql import UsageReads
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -107,7 +108,7 @@ class _SqliteTx:
             return [tuple(r) for r in await cursor.fetchall()]
 
 
-class SqliteStore(SqlStore):
+class SqliteStore(UsageReads, SqlStore):
     dialect = "sqlite"
 
     def __init__(self, path: str, *, lease_s: float = 30.0) -> None:
