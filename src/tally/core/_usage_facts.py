@@ -99,12 +99,36 @@ def _microseconds(start: datetime, end: datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
+def _one_piece(fact: UsageFact, window: UsageWindow) -> tuple[list[FactPiece], datetime | None]:
+    """``fact_pieces`` of a history of one event (most of a month's): one interval, open, or none."""
+    at, received, _event_id, event_type, project, state, size = fact
+    if not at < window.end or (window.as_of is not None and not received < window.as_of):
+        return [], None
+    category = category_of(event_type)
+    if category is _DELETE:
+        return [], received
+    if not isinstance(state, str):
+        state = ""
+    if not (type(size) is dict or isinstance(size, Mapping)):
+        size = _EMPTY
+    start = window.start
+    creates = int(category is _CREATE and start <= at)  # at < end: checked above
+    lo = at if at > start else start
+    upto = window.clip
+    micros = _microseconds(lo, upto) if upto > lo else 0
+    if micros or creates:
+        return [(project, state, size, micros, creates, 0)], received
+    return [], received
+
+
 def fact_pieces(facts: Sequence[UsageFact], window: UsageWindow) -> tuple[list[FactPiece], datetime | None]:
     """One resource's intervals clipped to the window, and the newest ``received_at`` the window folded.
 
     ``facts`` in any order; those dated from the window's end on, or received from ``as_of`` on, are
     left out, as ``window_events`` leaves them. (None for the newest when none is left.)"""
     end, as_of = window.end, window.as_of
+    if len(facts) == 1:
+        return _one_piece(facts[0], window)
     kept = [f for f in facts if f[0] < end and (as_of is None or f[1] < as_of)]
     if not kept:
         return [], None
