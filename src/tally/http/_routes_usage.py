@@ -44,6 +44,13 @@ router = Router("usage")
 
 CSV = "text/csv"
 JSON = "application/json"
+# The whole export streamed (RFC 4180, CRLF): a header naming the columns, then one line per resource
+# (or group) and state, in the order of the JSON pages; docs/reporting-api.md "Billing from Tally".
+CSV_SCHEMA = {
+    "type": "string",
+    "description": "a header line (the line's members, state, presence_s, one <member>_s column per "
+    "numeric size member, creates, deletes, received_at), then one line per resource or group and state",
+}
 UsageGroup = Literal["cloud", "resource_type", "project_id", "flavor", "volume_type"]
 
 
@@ -126,7 +133,7 @@ def _group_cursor(seal: CursorSeal, row: UsageRow) -> str:
     "(JSON pages, or the whole export as CSV with Accept: text/csv)",
     auth="api",
     query=UsageParams,
-    replies=(Reply(200, "a page of usage lines (or text/csv)", UsagePage),),
+    replies=(Reply(200, "a page of usage lines (or text/csv)", UsagePage, other_media=((CSV, CSV_SCHEMA),)),),
 )
 async def usage(call: Call) -> Any:
     query = _query(call)

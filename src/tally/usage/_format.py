@@ -12,6 +12,7 @@ import csv
 import io
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from tally.core import format_instant, seconds_text
@@ -78,7 +79,7 @@ def csv_rows(rows: Iterable[UsageRow], members: Sequence[str]) -> str:
             stamp = stamps.get(received) or stamps.setdefault(received, format_instant(received))
         # None (a group member the line lacks) is written as an empty cell by the csv module.
         cells: list[Any] = [*row.values, row.state]
-        numbers = [line.presence_us]
+        numbers: list[int | Decimal | None] = [line.presence_us]
         numbers += [quantities.get(m) for m in members]
         for value in numbers:
             if value is None:
