@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from datetime import datetime
 from typing import Any, Literal
 
@@ -178,8 +179,11 @@ async def _stream_csv(call: Call, query: UsageQuery, members: list[str]) -> Asyn
         if query.group_by:
             yield csv_rows(await group_rows(store, query), members).encode()
             return
-        async for rows in resource_pages(store, query):
-            yield csv_rows(rows, members).encode()
+        # Closed here, not when collected: the stream holds a pooled connection and its transaction,
+        # and a client that goes away midway must give them back at once.
+        async with aclosing(resource_pages(store, query)) as pages:
+            async for rows in pages:
+                yield csv_rows(rows, members).encode()
     except Exception:
         # The status line is out: raising aborts the transfer, so the client sees a broken body rather
         # than a short export that looks whole.

@@ -32,8 +32,8 @@ from ._interface import Page, UsageScope
 from ._seam import SqlSeam, StreamingTx
 
 _KEY_CHUNK = 300  # keys per statement: SQLite binds at most a few thousand variables
-# Rows per fetch of the stream: large enough that a fetch's round trip is noise beside its rows, small
-# enough that a chunk (and the histories it completes) stays a few MiB (docs/benchmarks.md, "usage").
+# Rows per fetch of the stream. From 500 to 20,000 the export's CPU time is the same within noise
+# (docs/benchmarks.md, "usage"): a round trip per 5,000 rows is noise, and a chunk stays a few MiB.
 STREAM_ROWS = 5000
 _STREAM_PAGE = 1000  # resources per page where the stream is read in pages (SQLite)
 _SIZE_CACHE = 4096  # distinct size texts remembered per stream: a cloud has few flavors and volume sizes
@@ -69,28 +69,28 @@ def _events_of_keys_sql(dialect: str, count: int, event_filter: str) -> str:
     )
 
 
-def _scope_conditions(store: SqlSeam, scope: UsageScope, alias: str) -> tuple[list[str], list[Any]]:
+def _scope_conditions(store: SqlSeam, scope: UsageScope) -> tuple[list[str], list[Any]]:
     """The conditions on the projection rows of a scope without a project."""
     conds: list[str] = []
     params: list[Any] = []
     for column in ("cloud", "platform", "resource_type"):
         value = getattr(scope, column)
         if value is not None:
-            conds.append(f"{alias}{column} = ?")
+            conds.append(f"{column} = ?")
             params.append(value)
-    conds.append(f"{alias}first_event_at < ?")
+    conds.append("first_event_at < ?")
     params.append(store.ts(scope.end))
     if scope.as_of is None:
         # A row deleted before the window holds nothing in it: only a create revives a resource,
         # and a create moves deleted_at. With as_of, a delete the store took later is not seen, so
         # no row may be passed over.
-        conds.append(f"({alias}deleted_at IS NULL OR {alias}deleted_at >= ?)")
+        conds.append("(deleted_at IS NULL OR deleted_at >= ?)")
         params.append(store.ts(scope.start))
     return conds, params
 
 
-def _after_condition(scope: UsageScope, after: ResourceKey, alias: str, op: str) -> tuple[str, list[Any]]:
-    """``key op after`` over the key columns the scope does not pin to one value.
+def _after_condition(scope: UsageScope, after: ResourceKey) -> tuple[str, list[Any]]:
+    """``key > after`` over the key columns the scope does not pin to one value.
 
     PostgreSQL starts an index scan at a row comparison only if no equality names its first column:
     ``cloud = ? AND (cloud, type, id) > (?, ?, ?)`` walks the cloud from its first row on every page,
@@ -105,15 +105,15 @@ def _after_condition(scope: UsageScope, after: ResourceKey, alias: str, op: str)
     if scope.cloud is not None:
         pinned = 2 if scope.resource_type is not None else 1
     free = columns[pinned:]
-    names = ", ".join(f"{alias}{name}" for name, _ in free)
+    names = ", ".join(name for name, _ in free)
     marks = ", ".join("?" for _ in free)
-    return f"({names}) {op} ({marks})", [value for _, value in free]
+    return f"({names}) > ({marks})", [value for _, value in free]
 
 
 def _keys_select(store: SqlSeam, scope: UsageScope) -> tuple[str, list[Any]]:
     """The keys of the scope, as one SELECT (without order): of the projection, or of a project's events."""
     if scope.project_id is None:
-        conds, params = _scope_conditions(store, scope, "")
+        conds, params = _scope_conditions(store, scope)
         return f"SELECT {_KEY} FROM current_resources WHERE {' AND '.join(conds)}", params
     conds, params = [], []
     for column in ("cloud", "platform", "resource_type"):
@@ -134,7 +134,7 @@ def _keys_sql(
 ) -> tuple[str, list[Any]]:
     sql, params = _keys_select(store, scope)
     if after is not None:
-        cond, after_params = _after_condition(scope, after, "", ">")
+        cond, after_params = _after_condition(scope, after)
         sql += f" AND {cond}"
         params += after_params
     return f"{sql} ORDER BY {_KEY} LIMIT ?", [*params, limit + 1]

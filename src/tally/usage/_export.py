@@ -10,7 +10,7 @@ histories (plus, for groups, one line per group) whatever the size of the cloud.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -156,7 +156,7 @@ def _fact_rows(query: UsageQuery, batch: FactHistories) -> list[UsageRow]:
 
 async def resource_pages(
     store: Store, query: UsageQuery, *, progress: Progress | None = None
-) -> AsyncIterator[list[UsageRow]]:
+) -> AsyncGenerator[list[UsageRow], None]:
     """Every per-resource line of the query, a chunk of resources at a time, in key order."""
     async with store.open_usage_stream(query.scope) as batches:
         async for rows, count in _folded(batches, partial(_fact_rows, query)):
