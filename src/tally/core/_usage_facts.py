@@ -21,7 +21,7 @@ from operator import itemgetter
 from typing import Any
 
 from ._event import Category, StoredEvent, category_of
-from ._usage import GroupKey, UsageLine, UsageWindow, group_values_of, numeric_members
+from ._usage import GroupKey, UsageLine, UsageWindow, _microseconds, group_values_of, numeric_members
 
 # (timestamp, received_at, event_id, event_type, project_id, state, size): ``state`` and ``size`` are
 # the payload's members as the store extracted them (None when absent); the fold reads a state only
@@ -92,11 +92,6 @@ def _intervals(
     if current is not None:
         closed.append((current[0], None, current[1], current[2], current[3]))
     return closed
-
-
-def _microseconds(start: datetime, end: datetime) -> int:
-    delta = end - start
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def _one_piece(fact: UsageFact, window: UsageWindow) -> tuple[list[FactPiece], datetime | None]:
