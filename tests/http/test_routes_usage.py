@@ -156,6 +156,46 @@ async def test_csv_streams_the_export(api: Api) -> None:
     assert vol["size_gb_s"] == "8640000"
 
 
+async def test_csv_lines_are_the_json_items(api: Api) -> None:
+    """The CSV (the stream and its fast fold) and the JSON pages (the lifecycle's fold) agree line by line."""
+    moved = event("vm-2", event_type="compute.instance.update", timestamp="2026-03-01T06:00:00Z", size=None)
+    moved["project_id"] = "p-2"
+    off = event("vm-2", event_type="compute.instance.power_off.end", timestamp="2026-03-01T08:30:00.25Z")
+    off["payload"] = {"state": "shutoff"}
+    await post(
+        api, [*known_history(), event("vm-2", timestamp="2026-02-01T00:00:00Z", size=SMALL), moved, off]
+    )
+    query = "from=2026-03-01T04:00:00Z&to=2026-03-01T21:00:00Z"
+    items = (await usage(api, query + "&limit=1000"))["items"]
+    response = await api.client.get(
+        f"/api/v1/usage?{query}", headers={**api.bearer(READER), "Accept": "text/csv"}
+    )
+    rows = list(csv.DictReader(io.StringIO((await response.get_data()).decode())))
+    assert len(rows) == len(items) == 5
+    for row, item in zip(rows, items, strict=True):
+        assert (row["resource_id"], row["project_id"], row["state"]) == (
+            item["resource_id"],
+            item["project_id"],
+            item["state"],
+        )
+        assert row["presence_s"] == item["presence_s"]
+        assert {m[:-2]: v for m, v in row.items() if m.endswith("_s") and v and m != "presence_s"} == item[
+            "quantities_s"
+        ]
+        assert (int(row["creates"]), int(row["deletes"]), row["received_at"]) == (
+            item["creates"],
+            item["deletes"],
+            item["received_at"],
+        )
+
+
+async def test_openapi_documents_the_csv_answer(api: Api) -> None:
+    doc = await (await api.client.get("/openapi.json")).get_json()
+    content = doc["paths"]["/api/v1/usage"]["get"]["responses"]["200"]["content"]
+    assert set(content) == {"application/json", "text/csv"}
+    assert content["text/csv"]["schema"]["type"] == "string"
+
+
 async def test_project_token_sees_its_own_usage_only(api: Api) -> None:
     project = await api.store.create_project(platform="openstack", cloud="os-dev", external_id="p-1")
     await api.store.create_api_token(token_hash=hash_secret("mine"), role="project", project_ids=[project.id])

@@ -1,4 +1,5 @@
-"""``Store.usage_histories``: the scope's resources in key order, their events cut to the window."""
+"""``Store.usage_histories``: the scope's resources in key order, their events cut to the window; and
+``Store.open_usage_stream``: the same histories, as facts, in one stream."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tally.core import ResourceKey, StoredEvent
+from tally.core import ResourceKey, StoredEvent, UsageFact, usage_fact
 from tally.store import Store, UsageScope
 
 pytestmark = pytest.mark.anyio
@@ -99,3 +100,73 @@ async def test_as_of_drops_later_receipts_and_keeps_a_row_deleted_since(store: S
     got = await read_all(store, UsageScope(MARCH, APRIL, as_of=first + timedelta(seconds=1)))
     [events] = got.values()
     assert [e.received_at for e in events] == [first]
+
+
+async def stream_all(store: Store, scope: UsageScope, rows: int) -> list[tuple[ResourceKey, list[UsageFact]]]:
+    out: list[tuple[ResourceKey, list[UsageFact]]] = []
+    async with store.open_usage_stream(scope, rows=rows) as batches:
+        async for batch in batches:
+            assert batch, "a batch holds at least one whole history"
+            out += batch
+    return out
+
+
+async def test_the_stream_reads_what_the_pages_read(store: Store, make_event) -> None:
+    events = []
+    for n in range(7):
+        rid = f"vm-{n}"
+        events.append(
+            make_event("compute.instance.create.end", f"2026-02-0{n + 1}T00:00:00Z", resource_id=rid)
+        )
+        for day in range(n % 3):
+            events.append(
+                make_event(
+                    "compute.instance.resize.confirm.end",
+                    f"2026-03-1{day}T00:00:00Z",
+                    resource_id=rid,
+                    project_id="p-2" if n == 4 else "p-1",
+                    size={"vcpus": 2 + day, "ram_gb": 0.5, "flavor": "m1.big"},
+                )
+            )
+    events.append(make_event("compute.instance.delete.end", "2026-01-02T00:00:00Z", resource_id="vm-0"))
+    await store.write_batch(events, received_at=MARCH + timedelta(days=20))
+    # Received after the as_of of the last scope.
+    await store.write_batch(
+        [
+            make_event(
+                "compute.instance.create.end", "2026-03-02T00:00:00Z", resource_id="vm-x", cloud="os-b"
+            ),
+            make_event(
+                "volume.create.end", "2026-03-03T00:00:00Z", resource_id="vol-1", resource_type="volume"
+            ),
+            make_event(
+                "compute.instance.update", "2026-03-04T00:00:00Z", resource_id="vm-2", state="shutoff"
+            ),
+        ],
+        received_at=APRIL + timedelta(days=10),
+    )
+    scopes = [
+        UsageScope(MARCH, APRIL),
+        UsageScope(MARCH, APRIL, cloud="os-dev"),
+        UsageScope(MARCH, APRIL, cloud="os-dev", resource_type="instance"),
+        UsageScope(MARCH, APRIL, project_id="p-2"),
+        UsageScope(MARCH, datetime(2026, 3, 11, tzinfo=UTC), as_of=APRIL),
+    ]
+    for scope in scopes:
+        paged = [(k, [usage_fact(e) for e in evs]) for k, evs in (await read_all(store, scope)).items()]
+        assert paged, scope
+        # One row per fetch, and two: histories of several events span fetches.
+        for rows in (1, 2, 5000):
+            assert await stream_all(store, scope, rows) == paged, (scope, rows)
+
+
+async def test_pages_after_a_key_of_a_pinned_cloud_and_type(store: Store, make_event) -> None:
+    await store.write_batch(
+        [
+            make_event("compute.instance.create.end", "2026-03-02T00:00:00Z", resource_id=f"vm-{n}")
+            for n in range(5)
+        ]
+    )
+    scope = UsageScope(MARCH, APRIL, cloud="os-dev", resource_type="instance")
+    got = await read_all(store, scope, limit=2)
+    assert [k.resource_id for k in got] == [f"vm-{n}" for n in range(5)]

@@ -57,6 +57,10 @@ from ._usage import interval_usage as interval_usage
 from ._usage import numeric_members as numeric_members
 from ._usage import resource_usage as resource_usage
 from ._usage import seconds_text as seconds_text
+from ._usage_facts import UsageFact as UsageFact
+from ._usage_facts import add_fact_group_usage as add_fact_group_usage
+from ._usage_facts import fact_usage as fact_usage
+from ._usage_facts import usage_fact as usage_fact
 
 __all__ = [
     "DELETED",
@@ -86,14 +90,17 @@ __all__ = [
     "ResourceKey",
     "ResourceRow",
     "StoredEvent",
+    "UsageFact",
     "UsageLine",
     "UsageWindow",
+    "add_fact_group_usage",
     "add_group_usage",
     "advance",
     "as_utc",
     "bounded",
     "category_of",
     "deterministic_event_id",
+    "fact_usage",
     "fold_order",
     "format_instant",
     "interval_usage",
@@ -110,5 +117,6 @@ __all__ = [
     "sorted_events",
     "step",
     "synthetic_event_id",
+    "usage_fact",
     "utc_now",
 ]

@@ -103,9 +103,14 @@ def numeric_members(size: Mapping[str, Any]) -> dict[str, Quantity]:
     """The size members a quantity is booked for: every number (booleans are not quantities)."""
     out: dict[str, Quantity] = {}
     for member, value in size.items():
-        number = _number(value)
-        if number is not None:
-            out[member] = number
+        # Plain integers and texts first: nearly every member is one, and this runs once per line.
+        kind = type(value)
+        if kind is int:
+            out[member] = value
+        elif kind is not str:
+            number = _number(value)
+            if number is not None:
+                out[member] = number
     return out
 
 
@@ -193,10 +198,10 @@ def resource_usage(
     return lines
 
 
-def group_values(
-    group_by: Sequence[str], cloud: str, resource_type: str, interval: Interval
+def group_values_of(
+    group_by: Sequence[str], cloud: str, resource_type: str, project_id: str, size: Mapping[str, Any]
 ) -> tuple[str | None, ...]:
-    """The values of ``group_by`` members (``USAGE_GROUPS``) for one interval of one resource."""
+    """The values of ``group_by`` members (``USAGE_GROUPS``) for one interval (its project and size)."""
     values: list[str | None] = []
     for member in group_by:
         if member == "cloud":
@@ -204,10 +209,10 @@ def group_values(
         elif member == "resource_type":
             values.append(resource_type)
         elif member == "project_id":
-            values.append(interval.project_id)
+            values.append(project_id)
         else:
             rtype, size_member = PRICING_MEMBERS[member]
-            value = interval.size.get(size_member) if resource_type == rtype else None
+            value = size.get(size_member) if resource_type == rtype else None
             values.append(None if value is None else str(value))
     return tuple(values)
 
@@ -234,7 +239,8 @@ def add_group_usage(
         interval = piece.interval
         if project_id is not None and interval.project_id != project_id:
             continue
-        key = (group_values(group_by, cloud, resource_type, interval), interval.state)
+        values = group_values_of(group_by, cloud, resource_type, interval.project_id, interval.size)
+        key = (values, interval.state)
         totals.setdefault(key, UsageLine()).add(piece_line(piece, newest))
 
 

@@ -49,11 +49,15 @@ class Model(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """A documented answer of an operation: status, description and body schema (None: no body)."""
+    """A documented answer of an operation: status, description and body schema (None: no body).
+
+    ``other_media``: the media types the same answer may come in besides JSON (on the request's
+    ``Accept``), each with its schema, e.g. the usage export's ``text/csv``."""
 
     status: int
     description: str
     model: type[BaseModel] | None = None
+    other_media: tuple[tuple[str, Mapping[str, Any]], ...] = ()
 
 
 @dataclass(slots=True)

@@ -8,7 +8,7 @@ drift from what the server accepts. Every operation also documents a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -118,6 +118,14 @@ def _probe(summary: str, content_type: str, problem: dict[str, Any]) -> dict[str
     }
 
 
+def _reply(
+    description: str, schema: dict[str, Any] | None, other_media: Iterable[tuple[str, Mapping[str, Any]]]
+) -> dict[str, Any]:
+    content = {"application/json": {"schema": schema}} if schema is not None else {}
+    content.update((media, {"schema": dict(media_schema)}) for media, media_schema in other_media)
+    return {"description": description, **({"content": content} if content else {})}
+
+
 def build_openapi(operations: Iterable[Operation], *, title: str, version: str) -> dict[str, Any]:
     ops = list(operations)
     models: set[type[BaseModel]] = {ProblemOut, WireEvent}
@@ -141,10 +149,7 @@ def build_openapi(operations: Iterable[Operation], *, title: str, version: str) 
             "security": SECURITY[op.auth],
             "parameters": _path_parameters(op) + (_query_parameters(op.query) if op.query else []),
             "responses": {
-                str(r.status): {
-                    "description": r.description,
-                    **({"content": {"application/json": {"schema": refs[r.model]}}} if r.model else {}),
-                }
+                str(r.status): _reply(r.description, refs[r.model] if r.model else None, r.other_media)
                 for r in op.replies
             }
             | {"default": {"description": "an error (RFC 9457 problem)", "content": problem}},

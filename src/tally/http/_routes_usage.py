@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from datetime import datetime
 from typing import Any, Literal
 
@@ -44,6 +45,13 @@ router = Router("usage")
 
 CSV = "text/csv"
 JSON = "application/json"
+# The whole export streamed (RFC 4180, CRLF): a header naming the columns, then one line per resource
+# (or group) and state, in the order of the JSON pages; docs/reporting-api.md "Billing from Tally".
+CSV_SCHEMA = {
+    "type": "string",
+    "description": "a header line (the line's members, state, presence_s, one <member>_s column per "
+    "numeric size member, creates, deletes, received_at), then one line per resource or group and state",
+}
 UsageGroup = Literal["cloud", "resource_type", "project_id", "flavor", "volume_type"]
 
 
@@ -126,7 +134,7 @@ def _group_cursor(seal: CursorSeal, row: UsageRow) -> str:
     "(JSON pages, or the whole export as CSV with Accept: text/csv)",
     auth="api",
     query=UsageParams,
-    replies=(Reply(200, "a page of usage lines (or text/csv)", UsagePage),),
+    replies=(Reply(200, "a page of usage lines (or text/csv)", UsagePage, other_media=((CSV, CSV_SCHEMA),)),),
 )
 async def usage(call: Call) -> Any:
     query = _query(call)
@@ -171,8 +179,11 @@ async def _stream_csv(call: Call, query: UsageQuery, members: list[str]) -> Asyn
         if query.group_by:
             yield csv_rows(await group_rows(store, query), members).encode()
             return
-        async for rows in resource_pages(store, query):
-            yield csv_rows(rows, members).encode()
+        # Closed here, not when collected: the stream holds a pooled connection and its transaction,
+        # and a client that goes away midway must give them back at once.
+        async with aclosing(resource_pages(store, query)) as pages:
+            async for rows in pages:
+                yield csv_rows(rows, members).encode()
     except Exception:
         # The status line is out: raising aborts the transfer, so the client sees a broken body rather
         # than a short export that looks whole.

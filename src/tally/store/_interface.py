@@ -16,12 +16,12 @@ are re-exported here, so ``from ._interface import ...`` names them all.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
-from tally.core import Event, ResourceKey, ResourceRow, StoredEvent
+from tally.core import Event, ResourceKey, ResourceRow, StoredEvent, UsageFact
 
 from ._credential_types import ApiToken as ApiToken
 from ._credential_types import CredentialStatus as CredentialStatus
@@ -167,6 +167,14 @@ class Store(Protocol):
     ) -> Page[tuple[ResourceKey, list[StoredEvent]], ResourceKey]:
         """Up to ``limit`` resources of ``scope`` after ``after`` in key order, each with its events in
         fold order, payloads cut to ``state`` and ``size`` (what the usage fold reads)."""
+        ...
+
+    def open_usage_stream(
+        self, scope: UsageScope, *, rows: int = ...
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[tuple[ResourceKey, list[UsageFact]]]]]:
+        """Every resource of ``scope`` in key order with its facts (``tally.core.UsageFact``: the
+        ``usage_histories`` events as the fast fold reads them), in lists of whole histories, read in
+        chunks of about ``rows`` rows while the body of the ``async with`` consumes them."""
         ...
 
     # -- resources ------------------------------------------------------------------------------------

@@ -61,6 +61,7 @@ from ._seam import Tx
 from ._sql import SqlStore
 from ._sql_ingest import plan_fold
 from ._sql_text import FOLD_ROW_COLUMNS, ROW_COLUMNS, canonical_json, key_order, loads_json, select_list
+from ._usage_sql import UsageReads
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,20 @@ class _PgTx:
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         cursor = await self.conn.execute(_pg(sql), list(params))
         return [tuple(r) for r in await cursor.fetchall()]
+
+    @asynccontextmanager
+    async def stream(
+        self, sql: str, params: Sequence[Any], *, size: int
+    ) -> AsyncIterator[AsyncIterator[list[tuple[Any, ...]]]]:
+        # A server-side cursor (DECLARE ... FETCH), closed on the way out whatever ends the reading.
+        async with self.conn.cursor(name="tally_stream") as cursor:
+            await cursor.execute(_pg(sql), list(params))
+            yield _fetched(cursor, size)
+
+
+async def _fetched(cursor: psycopg.AsyncServerCursor[Any], size: int) -> AsyncIterator[list[tuple[Any, ...]]]:
+    while rows := await cursor.fetchmany(size):
+        yield rows
 
 
 # Batches travel as arrays, one per column, expanded by unnest(): one statement per step. The array
@@ -370,7 +385,7 @@ class _PgBatch:
         return replayed
 
 
-class PostgresStore(SqlStore):
+class PostgresStore(UsageReads, SqlStore):
     dialect = "postgresql"
 
     def __init__(self, url: str, *, max_conns: int = 10) -> None:

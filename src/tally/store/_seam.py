@@ -1,13 +1,14 @@
-"""The dialect seam the shared SQL is written against: one open transaction (``Tx``) and what a
-backend converts (``SqlSeam``). Modules of shared SQL beside ``_sql`` take a ``SqlSeam``, so they
-need not import the store that calls them."""
+"""The dialect seam the shared SQL is written against: one open transaction (``Tx``, and
+``StreamingTx`` where the backend can stream a statement's rows) and what a backend converts
+(``SqlSeam``). Modules of shared SQL beside ``_sql`` take a ``SqlSeam``, so they need not import the
+store that calls them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 class Tx(Protocol):
@@ -20,6 +21,17 @@ class Tx(Protocol):
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+
+@runtime_checkable
+class StreamingTx(Tx, Protocol):
+    """A transaction that can hand a statement's rows as they are read (PostgreSQL's server-side cursor)."""
+
+    def stream(
+        self, sql: str, params: Sequence[Any], *, size: int
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[tuple[Any, ...]]]]:
+        """The rows of one statement in lists of up to ``size``, each fetched when the caller asks."""
+        ...
 
 
 class SqlSeam(Protocol):

@@ -36,6 +36,7 @@ from ._migrations import Migration
 from ._seam import Tx
 from ._sql import SqlStore
 from ._sql_text import canonical_json, loads_json
+from ._usage_sql import UsageReads
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -108,7 +109,7 @@ class _SqliteTx:
             return [tuple(r) for r in await cursor.fetchall()]
 
 
-class SqliteStore(SqlStore):
+class SqliteStore(UsageReads, SqlStore):
     dialect = "sqlite"
 
     def __init__(self, path: str, *, lease_s: float = 30.0) -> None:

@@ -1,24 +1,42 @@
-"""The usage export's read (``Store.usage_histories``), written once for both backends.
+"""The usage export's reads, written once for both backends: pages (``Store.usage_histories``) and
+the whole scope as one stream (``Store.open_usage_stream``).
 
 A page is two statements: the keys of the scope (from the projection, or from the project's events
 when the scope names a project, since a resource that moved away keeps its past there), then the
 events of those keys that the window folds. Only the columns the fold reads travel, and of the
 payload only ``state`` and ``size``, extracted by the database: a payload can be many times their
 size.
+
+The stream is what an export reads. On PostgreSQL it is one statement over the whole scope through
+a server-side cursor, fetched ``STREAM_ROWS`` rows at a time: the planner joins the projection to
+the events once (a merge of two index scans) instead of probing them page by page, and each fetch is
+a few milliseconds of the server's time. Its rows are ``UsageFact`` tuples, not events: the export
+folds them with ``tally.core.fact_usage``, and building an ``Event`` per row would cost more than the
+fold. SQLite's one connection is shared under a lock (the ingest writes through it too), so there
+the stream is read in pages, each its own short transaction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import lru_cache
 from typing import Any
 
-from tally.core import Event, ResourceKey, StoredEvent
+import orjson
+
+from tally.core import Event, ResourceKey, StoredEvent, UsageFact, may_hold_wide_integer, usage_fact
 
 from ._interface import Page, UsageScope
-from ._seam import SqlSeam
+from ._seam import SqlSeam, StreamingTx
 
 _KEY_CHUNK = 300  # keys per statement: SQLite binds at most a few thousand variables
+# Rows per fetch of the stream. From 500 to 20,000 the export's CPU time is the same within noise
+# (docs/benchmarks.md, "usage"): a round trip per 5,000 rows is noise, and a chunk stays a few MiB.
+STREAM_ROWS = 5000
+_STREAM_PAGE = 1000  # resources per page where the stream is read in pages (SQLite)
+_SIZE_CACHE = 4096  # distinct size texts remembered per stream: a cloud has few flavors and volume sizes
 _PAYLOAD_MEMBERS = {
     "postgresql": ("t.payload->>'state'", "t.payload->'size'"),
     "sqlite": ("json_extract(t.payload, '$.state')", "json_extract(t.payload, '$.size')"),
@@ -51,51 +69,75 @@ def _events_of_keys_sql(dialect: str, count: int, event_filter: str) -> str:
     )
 
 
-def _scope_conditions(store: SqlSeam, scope: UsageScope, alias: str) -> tuple[list[str], list[Any]]:
+def _scope_conditions(store: SqlSeam, scope: UsageScope) -> tuple[list[str], list[Any]]:
     """The conditions on the projection rows of a scope without a project."""
     conds: list[str] = []
     params: list[Any] = []
     for column in ("cloud", "platform", "resource_type"):
         value = getattr(scope, column)
         if value is not None:
-            conds.append(f"{alias}{column} = ?")
+            conds.append(f"{column} = ?")
             params.append(value)
-    conds.append(f"{alias}first_event_at < ?")
+    conds.append("first_event_at < ?")
     params.append(store.ts(scope.end))
     if scope.as_of is None:
         # A row deleted before the window holds nothing in it: only a create revives a resource,
         # and a create moves deleted_at. With as_of, a delete the store took later is not seen, so
         # no row may be passed over.
-        conds.append(f"({alias}deleted_at IS NULL OR {alias}deleted_at >= ?)")
+        conds.append("(deleted_at IS NULL OR deleted_at >= ?)")
         params.append(store.ts(scope.start))
     return conds, params
+
+
+def _after_condition(scope: UsageScope, after: ResourceKey) -> tuple[str, list[Any]]:
+    """``key > after`` over the key columns the scope does not pin to one value.
+
+    PostgreSQL starts an index scan at a row comparison only if no equality names its first column:
+    ``cloud = ? AND (cloud, type, id) > (?, ?, ?)`` walks the cloud from its first row on every page,
+    so paging through a large cloud would cost its square. Pinned columns are equal in every row of
+    the scope, so leaving them out of the comparison changes nothing but the plan."""
+    columns = [
+        ("cloud", after.cloud),
+        ("resource_type", after.resource_type),
+        ("resource_id", after.resource_id),
+    ]
+    pinned = 0
+    if scope.cloud is not None:
+        pinned = 2 if scope.resource_type is not None else 1
+    free = columns[pinned:]
+    names = ", ".join(name for name, _ in free)
+    marks = ", ".join("?" for _ in free)
+    return f"({names}) > ({marks})", [value for _, value in free]
+
+
+def _keys_select(store: SqlSeam, scope: UsageScope) -> tuple[str, list[Any]]:
+    """The keys of the scope, as one SELECT (without order): of the projection, or of a project's events."""
+    if scope.project_id is None:
+        conds, params = _scope_conditions(store, scope)
+        return f"SELECT {_KEY} FROM current_resources WHERE {' AND '.join(conds)}", params
+    conds, params = [], []
+    for column in ("cloud", "platform", "resource_type"):
+        value = getattr(scope, column)
+        if value is not None:
+            conds.append(f"{column} = ?")
+            params.append(value)
+    conds += ["project_id = ?", "timestamp < ?"]
+    params += [scope.project_id, store.ts(scope.end)]
+    if scope.as_of is not None:
+        conds.append("received_at < ?")
+        params.append(store.ts(scope.as_of))
+    return f"SELECT DISTINCT {_KEY} FROM events WHERE {' AND '.join(conds)}", params
 
 
 def _keys_sql(
     store: SqlSeam, scope: UsageScope, after: ResourceKey | None, limit: int
 ) -> tuple[str, list[Any]]:
-    if scope.project_id is None:
-        conds, params = _scope_conditions(store, scope, "")
-        table = "current_resources"
-    else:
-        conds, params = [], []
-        for column in ("cloud", "platform", "resource_type"):
-            value = getattr(scope, column)
-            if value is not None:
-                conds.append(f"{column} = ?")
-                params.append(value)
-        conds += ["project_id = ?", "timestamp < ?"]
-        params += [scope.project_id, store.ts(scope.end)]
-        if scope.as_of is not None:
-            conds.append("received_at < ?")
-            params.append(store.ts(scope.as_of))
-        table = "events"
+    sql, params = _keys_select(store, scope)
     if after is not None:
-        conds.append(f"({_KEY}) > (?, ?, ?)")
-        params += [after.cloud, after.resource_type, after.resource_id]
-    distinct = "DISTINCT " if scope.project_id is not None else ""
-    sql = f"SELECT {distinct}{_KEY} FROM {table} WHERE {' AND '.join(conds)} ORDER BY {_KEY} LIMIT ?"
-    return sql, [*params, limit + 1]
+        cond, after_params = _after_condition(scope, after)
+        sql += f" AND {cond}"
+        params += after_params
+    return f"{sql} ORDER BY {_KEY} LIMIT ?", [*params, limit + 1]
 
 
 async def usage_histories(
@@ -107,33 +149,98 @@ async def usage_histories(
     async with store._tx() as tx:
         recs = await tx.fetchall(sql, params)
         keys = [ResourceKey(*r) for r in recs[:limit]]
-        if keys and scope.project_id is None:
-            # The page's range of the projection joined to the events: one statement with a handful of
-            # parameters, the rows of the range walked in key order and each probed in the events.
-            conds, cond_params = _scope_conditions(store, scope, "k.")
-            last = keys[-1]
-            conds.append("(k.cloud, k.resource_type, k.resource_id) <= (?, ?, ?)")
-            cond_params += [last.cloud, last.resource_type, last.resource_id]
-            if after is not None:
-                conds.append("(k.cloud, k.resource_type, k.resource_id) > (?, ?, ?)")
-                cond_params += [after.cloud, after.resource_type, after.resource_id]
-            state, size = _PAYLOAD_MEMBERS[store.dialect]
+        # The page's keys are named in the statement: the planner probes the events' index once per key
+        # whatever it estimates of a key range (a range joined to the projection may be hashed against
+        # a scan of every event).
+        for start in range(0, len(keys), _KEY_CHUNK):
+            chunk = keys[start : start + _KEY_CHUNK]
+            bound = [part for key in chunk for part in (key.cloud, key.resource_type, key.resource_id)]
             rows = await tx.fetchall(
-                f"SELECT {_EVENT_COLUMNS}, {state}, {size} FROM current_resources AS k JOIN events AS t "
-                f"{_JOIN.format('cloud', 'resource_type', 'resource_id')} "
-                f"WHERE {' AND '.join(conds)} AND {event_filter} {_ORDER}",
-                [*cond_params, *filter_params],
+                _events_of_keys_sql(store.dialect, len(chunk), event_filter), [*bound, *filter_params]
             )
             _collect(store, rows, histories)
-        elif keys:
-            for start in range(0, len(keys), _KEY_CHUNK):
-                chunk = keys[start : start + _KEY_CHUNK]
-                bound = [part for key in chunk for part in (key.cloud, key.resource_type, key.resource_id)]
-                rows = await tx.fetchall(
-                    _events_of_keys_sql(store.dialect, len(chunk), event_filter), [*bound, *filter_params]
-                )
-                _collect(store, rows, histories)
     return Page(histories, keys[-1] if len(recs) > limit else None)
+
+
+FactHistory = tuple[ResourceKey, list[UsageFact]]
+
+
+def open_usage_stream(
+    store: SqlSeam, scope: UsageScope, *, rows: int = STREAM_ROWS
+) -> AbstractAsyncContextManager[AsyncIterator[list[FactHistory]]]:
+    """Every resource of the scope in key order with its facts, in lists of whole histories."""
+    if store.dialect == "postgresql":
+        return _cursor_stream(store, scope, rows)
+    return _paged_stream(store, scope)
+
+
+@asynccontextmanager
+async def _cursor_stream(
+    store: SqlSeam, scope: UsageScope, rows: int
+) -> AsyncIterator[AsyncIterator[list[FactHistory]]]:
+    keys, key_params = _keys_select(store, scope)
+    event_filter, filter_params = _event_filter(store, scope)
+    state, _ = _PAYLOAD_MEMBERS[store.dialect]
+    sql = (
+        "SELECT t.cloud, t.resource_type, t.resource_id, t.timestamp, t.received_at, t.event_id, "
+        f"t.event_type, t.project_id, {state}, (t.payload->'size')::text FROM ({keys}) AS k JOIN events AS t "
+        f"{_JOIN.format('cloud', 'resource_type', 'resource_id')} WHERE {event_filter} {_ORDER}"
+    )
+    async with store._tx() as tx:
+        if not isinstance(tx, StreamingTx):
+            raise TypeError(f"a {store.dialect} transaction cannot stream")
+        async with tx.stream(sql, [*key_params, *filter_params], size=rows) as chunks:
+            yield _histories(chunks)
+
+
+def _size_of(text: str | None) -> Any:
+    # As the store parses any stored JSON (``loads_json``): orjson, unless an integer may pass 64 bits.
+    if text is None:
+        return None
+    raw = text.encode()
+    return json.loads(raw) if may_hold_wide_integer(raw) else orjson.loads(raw)
+
+
+async def _histories(chunks: AsyncIterator[list[tuple[Any, ...]]]) -> AsyncIterator[list[FactHistory]]:
+    """Rows (in key order, then fold order) to whole histories; the last of a chunk may go on in the next."""
+    sizes: dict[str | None, Any] = {}
+    open_key: tuple[str, str, str] | None = None
+    facts: list[UsageFact] = []
+    done: list[FactHistory] = []
+    async for chunk in chunks:
+        for cloud, rtype, rid, at, received, event_id, event_type, project_id, state, size_text in chunk:
+            if open_key is None or open_key[2] != rid or open_key[1] != rtype or open_key[0] != cloud:
+                if open_key is not None:
+                    done.append((ResourceKey(*open_key), facts))
+                open_key, facts = (cloud, rtype, rid), []
+            # The texts of a cloud's sizes repeat (a few flavors, volume sizes): each is parsed once.
+            size = sizes.get(size_text, sizes)
+            if size is sizes:
+                if len(sizes) >= _SIZE_CACHE:
+                    sizes.clear()
+                size = sizes[size_text] = _size_of(size_text)
+            facts.append((at, received, event_id, event_type, project_id, state, size))
+        if done:
+            yield done
+            done = []
+    if open_key is not None:
+        yield [(ResourceKey(*open_key), facts)]
+
+
+@asynccontextmanager
+async def _paged_stream(store: SqlSeam, scope: UsageScope) -> AsyncIterator[AsyncIterator[list[FactHistory]]]:
+    yield _pages(store, scope)
+
+
+async def _pages(store: SqlSeam, scope: UsageScope) -> AsyncIterator[list[FactHistory]]:
+    after: ResourceKey | None = None
+    while True:
+        page = await usage_histories(store, scope, limit=_STREAM_PAGE, after=after)
+        if page.items:
+            yield [(key, [usage_fact(e) for e in events]) for key, events in page.items]
+        if page.next_key is None:
+            return
+        after = page.next_key
 
 
 def _collect(
@@ -155,3 +262,12 @@ def _collect(
             payload["size"] = from_js(size)
         event = Event(event_id, from_ts(at), etype, platform, cloud, rtype, rid, project_id, source, payload)
         events.append(StoredEvent(event, from_ts(received)))
+
+
+class UsageReads:
+    """``Store.open_usage_stream`` for both SQL backends (``usage_histories`` is ``SqlStore``'s)."""
+
+    def open_usage_stream(
+        self: SqlSeam, scope: UsageScope, *, rows: int = STREAM_ROWS
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[FactHistory]]]:
+        return open_usage_stream(self, scope, rows=rows)

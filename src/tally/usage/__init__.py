@@ -7,7 +7,6 @@ comparison. It imports the core and the store, never the HTTP layer.
 """
 
 from ._export import MAX_WINDOW as MAX_WINDOW
-from ._export import PAGE_RESOURCES as PAGE_RESOURCES
 from ._export import RESOURCE_COLUMNS as RESOURCE_COLUMNS
 from ._export import UsageQuery as UsageQuery
 from ._export import UsageRow as UsageRow
@@ -30,7 +29,6 @@ from ._read import read_export as read_export
 
 __all__ = [
     "MAX_WINDOW",
-    "PAGE_RESOURCES",
     "RESOURCE_COLUMNS",
     "ExportError",
     "ExportedLine",

@@ -1,15 +1,20 @@
 """The usage export over a store: pages of per-resource lines, or the lines of groups.
 
-Both read the store one page of resources at a time (``Store.usage_histories``) and fold each
-resource with ``tally.core.resource_usage`` / ``add_group_usage``, so memory holds one page of
+A page the API answers as JSON (``resource_page``) reads ``Store.usage_histories`` and folds each
+resource with ``tally.core.resource_usage``. A whole export (``resource_pages``, ``group_rows``: the
+CSV, ``tally usage``, the project summary, the simulator's check) reads ``Store.open_usage_stream``
+and folds its facts with ``tally.core.fact_usage`` / ``add_fact_group_usage``, which answer the same
+numbers (tests/core/test_usage_facts.py) at a fraction of the cost. Memory holds one chunk of
 histories (plus, for groups, one line per group) whatever the size of the cloud.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
+from typing import TypeVar
 
 import anyio
 import anyio.to_thread
@@ -18,14 +23,15 @@ from tally.core import (
     GroupKey,
     ResourceKey,
     StoredEvent,
+    UsageFact,
     UsageLine,
     UsageWindow,
-    add_group_usage,
+    add_fact_group_usage,
+    fact_usage,
     resource_usage,
 )
-from tally.store import Page, ResourceFilter, Store, UsageScope
+from tally.store import ResourceFilter, Store, UsageScope
 
-PAGE_RESOURCES = 1000
 MAX_WINDOW = timedelta(days=397)  # a year and a month: last year's invoices, with a margin
 RESOURCE_COLUMNS = ("cloud", "resource_type", "resource_id", "project_id")
 
@@ -113,38 +119,51 @@ async def resource_page(
     return _page_rows(page.items, query), page.next_key, len(page.items)
 
 
-async def resource_pages(
-    store: Store,
-    query: UsageQuery,
-    *,
-    after: ResourceKey | None = None,
-    progress: Progress | None = None,
-) -> AsyncIterator[list[UsageRow]]:
-    """Every per-resource line of the query, a page at a time.
+FactHistories = list[tuple[ResourceKey, list[UsageFact]]]
+_T = TypeVar("_T")
 
-    The next page is read while this one is folded (in a worker thread, so that the event loop
-    sends the query and takes its rows meanwhile): the database's time and the fold's overlap."""
-    page = await store.usage_histories(query.scope, limit=PAGE_RESOURCES, after=after)
-    while True:
-        ahead: list[HistoryPage] = []
+
+async def _folded(
+    batches: AsyncIterator[FactHistories], fold: Callable[[FactHistories], _T]
+) -> AsyncIterator[tuple[_T, int]]:
+    """``fold`` of each batch, with the number of resources in it.
+
+    The next batch is read while this one is folded (in a worker thread, so that the event loop
+    sends the fetch and takes its rows meanwhile): the database's time and the fold's overlap."""
+    batch = await anext(batches, None)
+    while batch is not None:
+        ahead: list[FactHistories | None] = []
         async with anyio.create_task_group() as tg:
-            if page.next_key is not None:
-                tg.start_soon(_read_into, ahead, store, query, page.next_key)
-            rows = await anyio.to_thread.run_sync(_page_rows, page.items, query)
-        if progress is not None:
-            progress(len(page.items))
-        if rows:
-            yield rows
-        if not ahead:
-            return
-        page = ahead[0]
+            tg.start_soon(_read_into, ahead, batches)
+            done = await anyio.to_thread.run_sync(fold, batch)
+        yield done, len(batch)
+        batch = ahead[0]
 
 
-HistoryPage = Page[tuple[ResourceKey, list[StoredEvent]], ResourceKey]
+async def _read_into(into: list[FactHistories | None], batches: AsyncIterator[FactHistories]) -> None:
+    into.append(await anext(batches, None))
 
 
-async def _read_into(into: list[HistoryPage], store: Store, query: UsageQuery, after: ResourceKey) -> None:
-    into.append(await store.usage_histories(query.scope, limit=PAGE_RESOURCES, after=after))
+def _fact_rows(query: UsageQuery, batch: FactHistories) -> list[UsageRow]:
+    window, project_id = query.window, query.project_id
+    rows: list[UsageRow] = []
+    for key, facts in batch:
+        lines = fact_usage(facts, window, project_id=project_id)
+        if lines:
+            rows += _resource_rows(key, lines)
+    return rows
+
+
+async def resource_pages(
+    store: Store, query: UsageQuery, *, progress: Progress | None = None
+) -> AsyncGenerator[list[UsageRow], None]:
+    """Every per-resource line of the query, a chunk of resources at a time, in key order."""
+    async with store.open_usage_stream(query.scope) as batches:
+        async for rows, count in _folded(batches, partial(_fact_rows, query)):
+            if progress is not None:
+                progress(count)
+            if rows:
+                yield rows
 
 
 def _group_order(item: tuple[GroupKey, UsageLine]) -> tuple[tuple[str, ...], str]:
@@ -152,28 +171,21 @@ def _group_order(item: tuple[GroupKey, UsageLine]) -> tuple[tuple[str, ...], str
     return tuple("" if v is None else v for v in values), state
 
 
+def _add_groups(query: UsageQuery, totals: dict[GroupKey, UsageLine], batch: FactHistories) -> None:
+    columns, window, project_id = query.columns, query.window, query.project_id
+    for key, facts in batch:
+        add_fact_group_usage(
+            totals, columns, key.cloud, key.resource_type, facts, window, project_id=project_id
+        )
+
+
 async def group_rows(store: Store, query: UsageQuery, *, progress: Progress | None = None) -> list[UsageRow]:
     """The lines of every group of ``query.columns`` and state, ordered by their values."""
-    columns = query.columns
     totals: dict[GroupKey, UsageLine] = {}
-    after: ResourceKey | None = None
-    while True:
-        page = await store.usage_histories(query.scope, limit=PAGE_RESOURCES, after=after)
-        for key, events in page.items:
-            add_group_usage(
-                totals,
-                columns,
-                key.cloud,
-                key.resource_type,
-                events,
-                query.window,
-                project_id=query.project_id,
-            )
-        if progress is not None:
-            progress(len(page.items))
-        if page.next_key is None:
-            break
-        after = page.next_key
+    async with store.open_usage_stream(query.scope) as batches:
+        async for _, count in _folded(batches, partial(_add_groups, query, totals)):
+            if progress is not None:
+                progress(count)
     return [
         UsageRow(values, state, line) for (values, state), line in sorted(totals.items(), key=_group_order)
     ]

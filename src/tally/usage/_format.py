@@ -12,6 +12,7 @@ import csv
 import io
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from tally.core import format_instant, seconds_text
@@ -66,6 +67,9 @@ def csv_rows(rows: Iterable[UsageRow], members: Sequence[str]) -> str:
     """CSV lines of ``rows``; a member the row does not hold is an empty cell (not a zero)."""
     out: list[list[Any]] = []
     stamps: dict[datetime, str] = {}  # a batch's events share their received_at: format each once
+    # Integer member-microseconds repeat (a month of presence, times a few flavors' sizes): each is
+    # written once. Only ints: a Decimal equal to an int hashes alike, and is rare enough to format.
+    texts: dict[Any, str] = {}
     for row in rows:
         line = row.line
         quantities = line.quantities
@@ -73,15 +77,20 @@ def csv_rows(rows: Iterable[UsageRow], members: Sequence[str]) -> str:
         stamp = ""
         if received is not None:
             stamp = stamps.get(received) or stamps.setdefault(received, format_instant(received))
-        out.append(
-            [
-                *("" if v is None else v for v in row.values),
-                row.state,
-                seconds_text(line.presence_us),
-                *(seconds_text(quantities[m]) if m in quantities else "" for m in members),
-                line.creates,
-                line.deletes,
-                stamp,
-            ]
-        )
+        # None (a group member the line lacks) is written as an empty cell by the csv module.
+        cells: list[Any] = [*row.values, row.state]
+        numbers: list[int | Decimal | None] = [line.presence_us]
+        numbers += [quantities.get(m) for m in members]
+        for value in numbers:
+            if value is None:
+                cells.append("")
+            elif type(value) is int:
+                text = texts.get(value)
+                if text is None:
+                    text = texts[value] = seconds_text(value)
+                cells.append(text)
+            else:
+                cells.append(seconds_text(value))
+        cells += (line.creates, line.deletes, stamp)
+        out.append(cells)
     return csv_text(out)
