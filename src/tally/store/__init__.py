@@ -42,8 +42,16 @@ from ._interface import UsageScope as UsageScope
 from ._open import dialect_of as dialect_of
 from ._open import hash_secret as hash_secret
 from ._open import open_store as open_store
+from ._partitions import PartitionStats as PartitionStats
 from ._probe import ProbeResult as ProbeResult
 from ._probe import probe_store as probe_store
+from ._retention import RetentionPolicy as RetentionPolicy
+from ._retention import RetiredMonth as RetiredMonth
+from ._upkeep import UpkeepOutcome as UpkeepOutcome
+from ._upkeep import archived_month_usage as archived_month_usage
+from ._upkeep import events_partition_stats as events_partition_stats
+from ._upkeep import events_retention_refusal as events_retention_refusal
+from ._upkeep import maintain_events as maintain_events
 
 __all__ = [
     "EVENT_GROUPS",
@@ -61,6 +69,7 @@ __all__ = [
     "IngestCredential",
     "MigrationError",
     "Page",
+    "PartitionStats",
     "ProbeResult",
     "Project",
     "RejectedEvent",
@@ -69,6 +78,8 @@ __all__ = [
     "ResourceFilter",
     "ResourceStatus",
     "ResourceType",
+    "RetentionPolicy",
+    "RetiredMonth",
     "RuleViolation",
     "SchemaStatus",
     "SizeName",
@@ -80,9 +91,14 @@ __all__ = [
     "SyncStatus",
     "TokenRole",
     "UnsupportedStoreUrl",
+    "UpkeepOutcome",
     "UsageScope",
+    "archived_month_usage",
     "dialect_of",
+    "events_partition_stats",
+    "events_retention_refusal",
     "hash_secret",
+    "maintain_events",
     "open_store",
     "probe_store",
 ]
