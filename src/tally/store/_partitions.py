@@ -3,9 +3,10 @@ month split out of the default partition.
 
 Migration 0010 makes ``events`` RANGE-partitioned on ``timestamp``, one partition per UTC month
 (``events_pYYYYMM``) and ``events_default`` for any instant no partition covers. ``ensure_partitions``
-keeps the current month and the next ``ahead`` ones in place; the daemon runs it every
-``TALLY_EVENTS_MAINTENANCE_INTERVAL_S`` and ``tally migrate up`` after the migrations. A row dated in a
-month that had no partition yet sits in the default partition; PostgreSQL refuses to create a
+keeps the current month and the next ``ahead`` ones in place, and makes the month of any row the
+default partition holds from 2000 up to the last month ahead (a daemon down for months, events dated
+in a month that had no partition yet); the daemon runs it every ``TALLY_EVENTS_MAINTENANCE_INTERVAL_S``
+and ``tally migrate up`` after the migrations. PostgreSQL refuses to create a
 partition whose range the default partition holds rows of, so such a month is made by detaching the
 default partition, creating the month, moving the rows over and attaching the default again, in one
 transaction (the detach also lifts the append-only trigger from the detached table for that move; the
@@ -31,6 +32,7 @@ PARENT = "events"
 DEFAULT_PARTITION = "events_default"
 # The advisory lock of the events maintenance (partitions and retention); the migrations use 0x7A11_0001.
 MAINTENANCE_LOCK = 0x7A11_0002
+FIRST_MONTH = datetime(2000, 1, 1, tzinfo=UTC)  # the oldest month a partition is made for
 _NAME = re.compile(r"^events_p(\d{4})(\d{2})$")
 
 
@@ -59,18 +61,10 @@ def month_of(name: str) -> datetime | None:
     return datetime(year, month, 1, tzinfo=UTC) if 1 <= month <= 12 else None
 
 
-def months_to_make(now: datetime, ahead: int, newest: datetime | None = None) -> list[datetime]:
-    """The current month and the ``ahead`` after it, and any month between the ``newest`` partition
-    and them (a daemon down for months): none is skipped, since retention writes each month's
-    snapshots into the month after it."""
+def months_to_make(now: datetime, ahead: int) -> list[datetime]:
+    """The current month and the ``ahead`` after it: the partitions kept in place ahead of the data."""
     first = month_start(now)
-    if newest is not None and newest < first:
-        first = add_months(newest, 1)
-    last = add_months(month_start(now), ahead)
-    months = [first]
-    while months[-1] < last:
-        months.append(add_months(months[-1], 1))
-    return months
+    return [add_months(first, n) for n in range(ahead + 1)]
 
 
 def _literal(at: datetime) -> str:
@@ -135,7 +129,7 @@ async def take_maintenance_lock(tx: Tx) -> bool:
     return bool(recs[0][0])
 
 
-async def _make_month(tx: Tx, month: datetime) -> int:
+async def make_month(tx: Tx, month: datetime) -> int:
     """Create ``month``'s partition; the rows of its range the default partition held, moved into it."""
     name, lo, hi = partition_name(month), _literal(month), _literal(add_months(month, 1))
     in_range = f"timestamp >= {lo} AND timestamp < {hi}"
@@ -156,14 +150,23 @@ async def ensure_partitions(tx: Tx, now: datetime, ahead: int) -> EnsureOutcome:
     """The partitions of ``months_to_make`` that are missing, created (under the maintenance lock,
     which the caller took)."""
     present = await attached_months(tx)
-    months = months_to_make(now, ahead, max(present, default=None))
+    months = set(months_to_make(now, ahead))
+    # And every month the default partition holds rows of, from 2000 up to the last month made ahead:
+    # a daemon that was down for months, or events dated in a month that had no partition yet.
+    # Before 2000 and beyond that, an instant is taken for a clock's error and stays in the default.
+    last = add_months(month_start(now), ahead + 1)
+    held = await tx.fetchall(
+        f"SELECT DISTINCT date_trunc('month', timestamp, 'UTC') FROM {DEFAULT_PARTITION} "
+        f"WHERE timestamp >= {_literal(FIRST_MONTH)} AND timestamp < {_literal(last)}"
+    )
+    months.update(month_start(m) for (m,) in held)
     gone = await retired(tx) | await detached_months(tx)
     created: list[datetime] = []
     moved = 0
     for month in sorted(set(months)):
         if month in present or month in gone:
             continue
-        rows = await _make_month(tx, month)
+        rows = await make_month(tx, month)
         log.info("events partition created name=%s moved_from_default=%d", partition_name(month), rows)
         created.append(month)
         moved += rows

@@ -32,7 +32,9 @@ from ._partitions import (
     DEFAULT_PARTITION,
     PARENT,
     add_months,
+    attached_months,
     detached_months,
+    make_month,
     month_start,
     partition_name,
     retired,
@@ -185,6 +187,8 @@ async def retire_month(store: PostgresStore, tx: Tx, month: datetime, *, drop: b
         [store.ts(end)],
     )
     keys = [ResourceKey(*r) for r in recs]
+    if end not in await attached_months(tx):
+        await make_month(tx, end)  # where the snapshots go: the default partition is for strays
     snapshots = lines = 0
     for start in range(0, len(keys), KEY_CHUNK):
         made, archived = await _retire_keys(store, tx, month, keys[start : start + KEY_CHUNK])

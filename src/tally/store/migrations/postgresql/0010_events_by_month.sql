@@ -1,8 +1,9 @@
 -- events becomes a table RANGE-partitioned by month (UTC) on timestamp, in place and in this one
--- transaction: the rows move into a partition per month from the oldest in the data (from 2000-01 on) up
--- to two months ahead of now; instants outside that span land in events_default. The indexes, the primary key (it
--- carries the partition key, so ON CONFLICT deduplication works per partition) and the append-only
--- trigger are declared on the parent, so every partition gets them. The daemon and `tally migrate`
+-- transaction: the rows move into a partition per month present in the data from 2000-01 up to two
+-- months ahead of now (and one for each of the current month and the next two); instants outside that
+-- span land in events_default. The indexes, the primary key (it carries the partition key, so ON
+-- CONFLICT deduplication works per partition) and the append-only trigger are declared on the parent,
+-- so every partition gets them. The daemon and `tally migrate`
 -- create the coming months ahead and split a month out of the default partition (store/_partitions.py);
 -- retention detaches closed months after archiving their usage in usage_archive (store/_retention.py).
 -- migrate:up
@@ -33,18 +34,12 @@ DO $$
 DECLARE
     month timestamptz;
 BEGIN
-    -- Every month from the oldest in the data to two ahead of now, none skipped: retention writes each
-    -- month's snapshots into the month after it, which must then be a partition of its own.
     FOR month IN
-        SELECT generate_series(
-            least(
-                (SELECT date_trunc('month', min(timestamp), 'UTC') FROM events_unpartitioned
-                 WHERE timestamp >= '2000-01-01T00:00:00Z'),
-                date_trunc('month', now(), 'UTC')
-            ),
-            date_trunc('month', now(), 'UTC') + interval '2 months',
-            interval '1 month'
-        )
+        SELECT DISTINCT date_trunc('month', timestamp, 'UTC') FROM events_unpartitioned
+        WHERE timestamp >= '2000-01-01T00:00:00Z'
+          AND timestamp < date_trunc('month', now(), 'UTC') + interval '3 months'
+        UNION
+        SELECT date_trunc('month', now(), 'UTC') + n * interval '1 month' FROM generate_series(0, 2) AS n
     LOOP
         EXECUTE format(
             'CREATE TABLE %I PARTITION OF events FOR VALUES FROM (%L) TO (%L)',
