@@ -46,8 +46,10 @@ def ev(
         payload["state"] = state
     if size is not None:
         payload["size"] = size
-    event = Event(f"e{n}", T0 + minute * MINUTE, event_type, "openstack", "c", "instance", "vm", project_id,
-                  "collector", payload)  # fmt: skip
+    at = T0 + minute * MINUTE
+    event = Event(
+        f"e{n}", at, event_type, "openstack", "c", "instance", "vm", project_id, "collector", payload
+    )
     return StoredEvent(event, T0 + received * MINUTE)
 
 
@@ -180,7 +182,7 @@ def test_a_posted_event_of_a_snapshot_type_is_an_ordinary_update() -> None:
             "p1",
             "collector",
             {"state": "shutoff", "row": {}},
-        ),  # fmt: skip
+        ),
         T0,
     )
     row = step(step(None, created), forged)

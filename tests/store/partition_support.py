@@ -90,8 +90,8 @@ async def populate(store: Store, *, resources: int = 800, seed: int = 7) -> int:
     for r in range(resources):
         events.extend(history(rng, len(events) + 1000 * r, f"vm-{r:04d}"))
     for i, stamp in enumerate(FAR):
-        events.append(_event(900_000 + i, stamp, "compute.instance.create.end", f"far-{i}", "p1",
-                             state="active", size=FLAVORS[0]))  # fmt: skip
+        create = "compute.instance.create.end"
+        events.append(_event(900_000 + i, stamp, create, f"far-{i}", "p1", state="active", size=FLAVORS[0]))
     rng.shuffle(events)
     received = datetime(2026, 11, 30, tzinfo=UTC)
     for start in range(0, len(events), 250):
