@@ -15,8 +15,6 @@ from daemon_support import daemon_env, free_port, running_daemon, tally, wait_un
 from tally.core import parse_event
 from tally.store import open_store
 
-pytestmark = pytest.mark.postgres
-
 
 async def _a_live_resource_synced_long_ago(url: str) -> None:
     async with open_store(url) as store:
@@ -36,6 +34,7 @@ async def _a_live_resource_synced_long_ago(url: str) -> None:
         await store.finish_sync_run(run, "completed", {})
 
 
+@pytest.mark.postgres
 def test_migrate_makes_partitions_and_a_refused_retention_stops_the_start(
     tmp_path: Path, pg_url: str
 ) -> None:
@@ -57,6 +56,7 @@ def test_migrate_makes_partitions_and_a_refused_retention_stops_the_start(
     )
 
 
+@pytest.mark.postgres
 def test_the_daemon_keeps_the_partitions_and_shows_them(tmp_path: Path, pg_url: str) -> None:
     env = daemon_env(
         tmp_path / "state", free_port(), TALLY_REPORTING_DB_URL=pg_url, TALLY_EVENTS_PARTITIONS_AHEAD="4"
@@ -74,3 +74,13 @@ def test_the_daemon_keeps_the_partitions_and_shows_them(tmp_path: Path, pg_url: 
         assert "tally_events_retention_refused 0.0" in text
         assert daemon.stop() == 0, daemon.log
     assert "events partition created name=events_p" in daemon.log
+
+
+def test_retention_on_sqlite_refuses_the_start(tmp_path: Path) -> None:
+    env = daemon_env(tmp_path / "state", free_port(), TALLY_EVENTS_RETENTION_MONTHS="3")
+    done = tally(env, "run")
+    assert done.returncode == 2
+    assert [line for line in done.stderr.splitlines() if line.startswith("tally: ")] == [
+        "tally: TALLY_EVENTS_RETENTION_MONTHS=3 is set, but the store is SQLite, which keeps events in one "
+        "table: retention needs PostgreSQL (TALLY_REPORTING_DB_URL)"
+    ]

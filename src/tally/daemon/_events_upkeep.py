@@ -71,8 +71,14 @@ def record(outcome: UpkeepOutcome) -> None:
 
 async def retention_refusal_at_start(settings: Settings) -> str | None:
     """The line ``tally run`` exits 2 with when the store refuses the retention policy, or None."""
-    if settings.reporting_db_url is None or settings.events_retention_months is None:
+    if settings.events_retention_months is None:
         return None
+    if settings.reporting_db_url is None:
+        # Silently keeping everything would look like retention at work.
+        return (
+            f"TALLY_EVENTS_RETENTION_MONTHS={settings.events_retention_months} is set, but the store is "
+            "SQLite, which keeps events in one table: retention needs PostgreSQL (TALLY_REPORTING_DB_URL)"
+        )
     try:
         async with open_store(settings.store_url, max_conns=1) as store:
             return await events_retention_refusal(store, policy_of(settings))
