@@ -1,7 +1,7 @@
 """A populated store for the partition and retention tests, and the answers its reads give.
 
 ``populate`` writes a few thousand events of a few hundred resources across June to November 2026
-(creates, resizes, power changes, project moves, deletes, late arrivals in later batches), plus a
+(creates, resizes, power changes, project moves, deletes, revivals, late arrivals in later batches), plus a
 handful dated in 1990 and 2090 that no month partition covers. ``answers`` is what the reads a user
 sees return (events pages, lifecycles, projection rows, usage per month), for comparing before and
 after a migration or a retention round.
@@ -79,7 +79,13 @@ def history(rng: random.Random, first: int, rid: str) -> list[Event]:
             events.append(_event(n, at, "sync.update", rid, project, state="active"))
         else:
             events.append(_event(n, at, "compute.instance.delete.end", rid, project))
-            return events
+            if rng.random() < 0.6:
+                return events
+            # Revived a month or two later: a key that ended in one month and lives again in another.
+            at += timedelta(days=rng.uniform(30, 70))
+            if at >= MONTHS[-1]:
+                return events
+            events.append(_event(n + 1, at, "sync.create", rid, project, state="active", size=size))
     return events
 
 

@@ -96,6 +96,11 @@ async def test_retired_months_answer_from_the_archive_and_the_kept_ones_as_befor
     assert [e for e in after.events if e["source"] != "retention"] == kept
     snapshots = [e for e in after.events if e["source"] == "retention"]
     assert snapshots and {e["timestamp"][:10] for e in snapshots} == {"2026-10-01"}
+    # Live resources, and resources that ended before the boundary and were created again after it.
+    assert {e["event_type"] for e in snapshots} == {
+        "tally.retention.snapshot",
+        "tally.retention.snapshot.delete",
+    }
     # Detached, kept as tables, still append-only; a second round has nothing to do.
     assert sql(pg_schema_url, "SELECT count(*) FROM events_p202606")[0][0] == outcome.retired[0].events
     with pytest.raises(psycopg.errors.RaiseException, match="append-only"):

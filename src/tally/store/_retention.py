@@ -140,21 +140,56 @@ def _archive_rows(
     ]
 
 
+_EVENT_COLUMNS = (
+    "t.event_id, t.timestamp, t.received_at, t.event_type, t.platform, t.cloud, t.resource_type, "
+    "t.resource_id, t.project_id, t.source, t.payload"
+)
+
+
+async def _histories(
+    store: PostgresStore, tx: Tx, keys: Sequence[ResourceKey], bound: str, at: datetime
+) -> dict[ResourceKey, list[StoredEvent]]:
+    """The events of ``keys`` dated ``bound`` (``<=`` or ``>``) ``at``. The bound lets PostgreSQL
+    prune: reading up to the boundary touches the month retired, the default partition and the month
+    after, rather than probing every month's index for every key."""
+    out: dict[ResourceKey, list[StoredEvent]] = {}
+    if not keys:
+        return out
+    values = ", ".join("(?, ?, ?)" for _ in keys)
+    recs = await tx.fetchall(
+        f"SELECT {_EVENT_COLUMNS} FROM (VALUES {values}) AS k JOIN {PARENT} AS t ON t.cloud = k.column1 "
+        f"AND t.resource_type = k.column2 AND t.resource_id = k.column3 WHERE t.timestamp {bound} ?",
+        [*(part for key in keys for part in (key.cloud, key.resource_type, key.resource_id)), store.ts(at)],
+    )
+    for rec in recs:
+        stored = store._stored(rec)
+        out.setdefault(stored.event.key, []).append(stored)
+    return out
+
+
 async def _retire_keys(
     store: PostgresStore, tx: Tx, month: datetime, keys: Sequence[ResourceKey]
 ) -> tuple[int, int]:
     """Archive the month's usage of ``keys`` and store their snapshots; (snapshots, usage lines)."""
     end = add_months(month, 1)
     window = UsageWindow(month, end, end)
-    histories = await store._load_histories(tx, keys)
+    histories = await _histories(store, tx, keys, "<=", end)
     snapshots: list[StoredEvent] = []
     archive: list[tuple[Any, ...]] = []
+    ended: list[ResourceKey] = []  # no snapshot from what was read: ended, unless events follow
     for key in keys:
         history = histories.get(key, [])
         if not history:
             continue
         archive.extend(_archive_rows(month, key, history[-1].event.platform, resource_usage(history, window)))
         snapshot = snapshot_for(history, end)
+        if snapshot is not None:
+            snapshots.append(snapshot)
+        elif any(e.event.timestamp < end for e in history):
+            ended.append(key)
+    # Only a key that ended before the boundary needs to know whether anything comes after it.
+    for key, later in (await _histories(store, tx, ended, ">", end)).items():
+        snapshot = snapshot_for([*histories[key], *later], end)
         if snapshot is not None:
             snapshots.append(snapshot)
     if snapshots:
