@@ -49,6 +49,12 @@ class Settings(BaseSettings):
     reporting_sync_max_concurrent: int = Field(0, ge=0, le=1000)
     reporting_metrics_refresh_s: int = Field(60, ge=1, le=86400)
 
+    # -- events partitions and retention (PostgreSQL) --------------------------------------------------
+    events_partitions_ahead: int = Field(2, ge=1, le=24)
+    events_maintenance_interval_s: int = Field(3600, ge=60, le=86400)
+    events_retention_months: int | None = Field(None, ge=1, le=1200)
+    events_retention_drop: bool = False
+
     # -- collector (oslo notifications) ---------------------------------------------------------------
     osc_amqp_url: SecretStr | None = None
     osc_exchanges: str = "nova,neutron,openstack,glance,octavia"

@@ -22,11 +22,14 @@ from ._event import may_hold_wide_integer as may_hold_wide_integer
 from ._event import parse_event as parse_event
 from ._fold import DELETED as DELETED
 from ._fold import HISTORY_STARTS_WITHOUT_CREATE as HISTORY_STARTS_WITHOUT_CREATE
+from ._fold import SNAPSHOT_SOURCE as SNAPSHOT_SOURCE
+from ._fold import SNAPSHOT_TYPES as SNAPSHOT_TYPES
 from ._fold import Interval as Interval
 from ._fold import Lifecycle as Lifecycle
 from ._fold import ResourceRow as ResourceRow
 from ._fold import advance as advance
 from ._fold import fold_order as fold_order
+from ._fold import is_snapshot as is_snapshot
 from ._fold import lifecycle as lifecycle
 from ._fold import needs_replay as needs_replay
 from ._fold import project as project
@@ -40,6 +43,7 @@ from ._labels import KNOWN_STATES as KNOWN_STATES
 from ._labels import MAPPED_EVENT_TYPES as MAPPED_EVENT_TYPES
 from ._labels import OTHER as OTHER
 from ._labels import bounded as bounded
+from ._snapshot import snapshot_for as snapshot_for
 from ._time import INSTANT_EDGE_PATTERN as INSTANT_EDGE_PATTERN
 from ._time import ONE_MICROSECOND as ONE_MICROSECOND
 from ._time import InstantError as InstantError
@@ -78,6 +82,8 @@ __all__ = [
     "OTHER",
     "PRICING_MEMBERS",
     "RESERVED_PLATFORMS",
+    "SNAPSHOT_SOURCE",
+    "SNAPSHOT_TYPES",
     "SOURCES",
     "USAGE_GROUPS",
     "Category",
@@ -104,6 +110,7 @@ __all__ = [
     "fold_order",
     "format_instant",
     "interval_usage",
+    "is_snapshot",
     "lifecycle",
     "may_hold_wide_integer",
     "needs_replay",
@@ -114,6 +121,7 @@ __all__ = [
     "project_at",
     "resource_usage",
     "seconds_text",
+    "snapshot_for",
     "sorted_events",
     "step",
     "synthetic_event_id",

@@ -14,11 +14,21 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from ._event import Category, ResourceKey, StoredEvent, category_of
-from ._time import format_instant
+from ._event import Category, Event, ResourceKey, StoredEvent, category_of
+from ._time import format_instant, parse_instant
 
 HISTORY_STARTS_WITHOUT_CREATE = "history_starts_without_create"
 DELETED = "deleted"
+# Retention snapshots (store/_retention.py): one event at a retired month's boundary stands for every
+# event of the key before it. Its payload holds the folded row ("row"), the lifecycle facts
+# ("lifecycle") and, on top, the state and size of the interval open at the boundary (the usage read
+# extracts only those). The type says what the fold must know without the payload: live at the
+# boundary, or ended before it, with or without a run the next create follows (the usage counts it).
+SNAPSHOT_SOURCE = "retention"
+SNAPSHOT_LIVE = "tally.retention.snapshot"
+SNAPSHOT_ENDED = "tally.retention.snapshot.delete"
+SNAPSHOT_ENDED_UNOPENED = "tally.retention.snapshot_unopened.delete"
+SNAPSHOT_TYPES = frozenset({SNAPSHOT_LIVE, SNAPSHOT_ENDED, SNAPSHOT_ENDED_UNOPENED})
 
 
 def fold_order(stored: StoredEvent) -> tuple[datetime, datetime, str]:
@@ -43,6 +53,9 @@ class Lifecycle:
     created_at: datetime | None
     deleted_at: datetime | None
     warnings: tuple[str, ...]
+    # The first run of intervals was opened by a create (the usage counts it); False for a history
+    # that starts otherwise, or that continues from a live snapshot.
+    opened_by_create: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +108,45 @@ def sorted_events(events: Iterable[StoredEvent]) -> list[StoredEvent]:
     return sorted(events, key=fold_order)
 
 
+def is_snapshot(event: Event) -> bool:
+    """A retention snapshot: one of its types, written by retention (a posted event is never one: the
+    pipeline stamps its own source on what it ingests)."""
+    return event.event_type in SNAPSHOT_TYPES and event.source == SNAPSHOT_SOURCE
+
+
+def _opt_instant(value: Any) -> datetime | None:
+    return None if value is None else parse_instant(value)
+
+
+def snapshot_row(event: Event) -> ResourceRow:
+    """The projection row a snapshot restores: the fold of everything before its boundary."""
+    row = event.payload["row"]
+    return ResourceRow(
+        key=event.key,
+        platform=row["platform"],
+        project_id=row["project_id"],
+        state=row["state"],
+        size=dict(row["size"]),
+        created_at=_opt_instant(row["created_at"]),
+        deleted_at=_opt_instant(row["deleted_at"]),
+        last_event_type=row["last_event_type"],
+        last_event_at=parse_instant(row["last_event_at"]),
+        last_payload=dict(row["last_payload"]),
+        first_event_at=parse_instant(row["first_event_at"]),
+        last_received_at=parse_instant(row["last_received_at"]),
+        last_event_id=row["last_event_id"],
+    )
+
+
 def step(row: ResourceRow | None, stored: StoredEvent) -> ResourceRow:
     """Apply one event, already in fold order, to a projection row."""
     # Rows are built field by field rather than with dataclasses.replace: this runs once per ingested
     # event and replace() costs several times a plain construction.
     event = stored.event
+    if event.event_type in SNAPSHOT_TYPES and event.source == SNAPSHOT_SOURCE:
+        # What came before the boundary is the snapshot's: an event of a retired month that arrived
+        # after it (stored in events_default) sorts before it and is overridden.
+        return snapshot_row(event)
     category = category_of(event.event_type)
     at = event.timestamp
     if row is None:
@@ -206,20 +253,32 @@ def lifecycle(events: Iterable[StoredEvent]) -> Lifecycle:
     """The intervals of constant (state, size, project) a key's history yields."""
     ordered = sorted_events(events)
     warnings: list[str] = []
-    if ordered and ordered[0].event.category is not Category.CREATE:
-        warnings.append(HISTORY_STARTS_WITHOUT_CREATE)
+    opened_by_create = True
+    if ordered:
+        first = ordered[0].event
+        if is_snapshot(first):
+            facts_of_before = first.payload.get("lifecycle")
+            if isinstance(facts_of_before, Mapping) and facts_of_before.get("starts_without_create"):
+                warnings.append(HISTORY_STARTS_WITHOUT_CREATE)
+            opened_by_create = first.event_type == SNAPSHOT_ENDED
+        elif first.category is not Category.CREATE:
+            warnings.append(HISTORY_STARTS_WITHOUT_CREATE)
+            opened_by_create = False
     intervals: list[Interval] = []
     current: Interval | None = None
     created_at: datetime | None = None
     deleted_at: datetime | None = None
     deleted = False
+    continued: Interval | None = None  # the interval a live snapshot continues from before its boundary
 
     def facts(interval: Interval) -> tuple[str, dict[str, Any], str]:
         return (interval.state, dict(interval.size), interval.project_id)
 
     def close(at: datetime) -> None:
         nonlocal current
-        if current is not None and at > current.start:
+        # The span a live snapshot continues ended before its boundary when it ends at the boundary
+        # itself: its empty remainder stays, so the run still ends (or changes) there for the usage.
+        if current is not None and (at > current.start or current is continued):
             intervals.append(replace(current, end=at))
         current = None
 
@@ -233,6 +292,28 @@ def lifecycle(events: Iterable[StoredEvent]) -> Lifecycle:
 
     for stored in ordered:
         event = stored.event
+        if is_snapshot(event):
+            # A retired month's boundary: the facts of everything before it, at once.
+            before = event.payload.get("lifecycle")
+            before = before if isinstance(before, Mapping) else {}
+            if before.get("created_at") is not None:
+                created_at = parse_instant(before["created_at"])
+            if event.event_type == SNAPSHOT_LIVE:
+                deleted, deleted_at = False, None
+                nxt = Interval(
+                    event.timestamp, None, event.state or "", dict(event.size or {}), event.project_id
+                )
+                if current is None:
+                    open_(nxt)
+                elif facts(current) != facts(nxt):
+                    close(event.timestamp)
+                    open_(nxt)
+                continued = current
+            else:
+                close(event.timestamp)
+                deleted = True
+                deleted_at = _opt_instant(before.get("deleted_at")) or event.timestamp
+            continue
         category = event.category
         if category is Category.DELETE:
             if not deleted:
@@ -262,4 +343,4 @@ def lifecycle(events: Iterable[StoredEvent]) -> Lifecycle:
             open_(nxt)
     if current is not None:
         intervals.append(current)
-    return Lifecycle(tuple(intervals), created_at, deleted_at, tuple(warnings))
+    return Lifecycle(tuple(intervals), created_at, deleted_at, tuple(warnings), opened_by_create)

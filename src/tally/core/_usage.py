@@ -22,7 +22,7 @@ from decimal import Decimal
 from typing import Any
 
 from ._event import StoredEvent
-from ._fold import HISTORY_STARTS_WITHOUT_CREATE, Interval, lifecycle
+from ._fold import Interval, lifecycle
 
 # group_by members that price a resource, and the size member each reads for the types that have it.
 PRICING_MEMBERS: Mapping[str, tuple[str, str]] = {
@@ -128,9 +128,7 @@ def window_events(events: Iterable[StoredEvent], window: UsageWindow) -> list[St
 def pieces(events: Sequence[StoredEvent], window: UsageWindow) -> list[UsagePiece]:
     """The lifecycle of ``events`` (already cut by ``window_events``) clipped to the window."""
     folded = lifecycle(events)
-    return clip(
-        folded.intervals, window, first_is_create=HISTORY_STARTS_WITHOUT_CREATE not in folded.warnings
-    )
+    return clip(folded.intervals, window, first_is_create=folded.opened_by_create)
 
 
 def clip(intervals: Sequence[Interval], window: UsageWindow, *, first_is_create: bool) -> list[UsagePiece]:

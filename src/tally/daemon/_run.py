@@ -3,9 +3,9 @@
 Exit codes: 0 after a drain on SIGTERM/SIGINT; 1 when the supervisor gave up (restart intensity
 exceeded) or a second signal forced the stop; 2 when the settings were refused before anything
 started (``_preflight``), the broker refused the collector's login, vhost or set-up
-(``broker_refusal``), or the store refused the login or stayed away past its bound
-(``_startup``). A non-zero exit is the signal for systemd (``Restart=on-failure``) or the container
-runtime to start a fresh process.
+(``broker_refusal``), the store refused the login or stayed away past its bound (``_startup``),
+or the store refuses the retention policy (``_events_upkeep``). A non-zero exit is the signal for
+systemd (``Restart=on-failure``) or the container runtime to start a fresh process.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from tally.http import CheckResult, Readiness
 from tally.store import dialect_of
 
 from ._collector import broker_refusal
+from ._events_upkeep import retention_refusal_at_start
 from ._notify import Notifier
 from ._preflight import refusal, warn_about
 from ._startup import StoreWait, wait_for_store
@@ -51,6 +52,11 @@ async def run_daemon(settings: Settings, *, notifier: Notifier | None = None) ->
         print(f"tally: {waited.problem}", file=sys.stderr)
         return 2
     try:
+        refused = await retention_refusal_at_start(settings) if needs_store(settings) else None
+        if refused is not None:
+            log.error("tally not starting: %s", refused)
+            print(f"tally: {refused}", file=sys.stderr)
+            return 2
         return await _run_tree(settings, notifier, waited.sock)
     finally:
         if waited.sock is not None:

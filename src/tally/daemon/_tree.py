@@ -9,10 +9,12 @@ previous said it is ready) and stop in reverse:
    config.
 2. ``current-resources``: refreshes the ``tally_current_resources`` gauge from the store every
    ``TALLY_REPORTING_METRICS_REFRESH_S`` (with the store and metrics on).
-3. ``http``: the Reporting API with ``/healthz``, ``/readyz`` and ``/metrics`` on the same port; only
+3. ``events-upkeep`` with a PostgreSQL store: the monthly partitions of events made ahead, retention
+   and their gauges every ``TALLY_EVENTS_MAINTENANCE_INTERVAL_S`` (``_events_upkeep``).
+4. ``http``: the Reporting API with ``/healthz``, ``/readyz`` and ``/metrics`` on the same port; only
    the health endpoints when ``TALLY_REPORTING_ENABLED=false``.
-4. ``collector`` when ``TALLY_OSC_AMQP_URL`` is set (``_collector``).
-5. ``sync-scheduler:<cloud>``, one per cloud of ``TALLY_REPORTING_CLOUDS_CONFIG``; told-instant mode
+5. ``collector`` when ``TALLY_OSC_AMQP_URL`` is set (``_collector``).
+6. ``sync-scheduler:<cloud>``, one per cloud of ``TALLY_REPORTING_CLOUDS_CONFIG``; told-instant mode
    when ``TALLY_REPORTING_SYNC_CLOCK_URL`` is set.
 
 Readiness checks are registered by whoever owns the dependency: ``store``, ``schema`` and ``clouds``
@@ -33,6 +35,7 @@ from tally.ingest import IngestPipeline, keep_current_resources_fresh
 
 from ._backbone import Backbone, backbone_resource
 from ._collector import collector_child
+from ._events_upkeep import events_upkeep_child
 from ._frontend import health_app, http_front_end, reporting_app
 from ._notify import Notifier
 
@@ -59,6 +62,8 @@ def build_tree(
         children.append(backbone.child())
         if settings.metrics_enabled:
             children.append(_current_resources(settings, backbone))
+        if settings.reporting_db_url is not None:
+            children.append(events_upkeep_child(settings, backbone))
 
     def make_app() -> Quart:
         if backbone is not None and settings.reporting_enabled:

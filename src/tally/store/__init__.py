@@ -42,12 +42,20 @@ from ._interface import UsageScope as UsageScope
 from ._open import dialect_of as dialect_of
 from ._open import hash_secret as hash_secret
 from ._open import open_store as open_store
+from ._partitions import PartitionStats as PartitionStats
 from ._pool_wait import ConnectionWaits as ConnectionWaits
 from ._pool_wait import ConnectionWaitTimeout as ConnectionWaitTimeout
 from ._pool_wait import connection_deadline as connection_deadline
 from ._pool_wait import current_connection_waits as current_connection_waits
 from ._probe import ProbeResult as ProbeResult
 from ._probe import probe_store as probe_store
+from ._retention import RetentionPolicy as RetentionPolicy
+from ._retention import RetiredMonth as RetiredMonth
+from ._upkeep import UpkeepOutcome as UpkeepOutcome
+from ._upkeep import archived_month_usage as archived_month_usage
+from ._upkeep import events_partition_stats as events_partition_stats
+from ._upkeep import events_retention_refusal as events_retention_refusal
+from ._upkeep import maintain_events as maintain_events
 
 __all__ = [
     "EVENT_GROUPS",
@@ -67,6 +75,7 @@ __all__ = [
     "IngestCredential",
     "MigrationError",
     "Page",
+    "PartitionStats",
     "ProbeResult",
     "Project",
     "RejectedEvent",
@@ -75,6 +84,8 @@ __all__ = [
     "ResourceFilter",
     "ResourceStatus",
     "ResourceType",
+    "RetentionPolicy",
+    "RetiredMonth",
     "RuleViolation",
     "SchemaStatus",
     "SizeName",
@@ -86,11 +97,16 @@ __all__ = [
     "SyncStatus",
     "TokenRole",
     "UnsupportedStoreUrl",
+    "UpkeepOutcome",
     "UsageScope",
+    "archived_month_usage",
     "connection_deadline",
     "current_connection_waits",
     "dialect_of",
+    "events_partition_stats",
+    "events_retention_refusal",
     "hash_secret",
+    "maintain_events",
     "open_store",
     "probe_store",
 ]

@@ -2,7 +2,8 @@
 
 The store is ``TALLY_REPORTING_DB_URL`` when set, else the SQLite file in
 ``TALLY_STATE_DIR``. ``status`` exits 1 while the schema is behind, so a
-deployment script can wait on it.
+deployment script can wait on it. On PostgreSQL ``up`` also makes the events partitions of the current
+month and the next ``TALLY_EVENTS_PARTITIONS_AHEAD`` (``_partitions``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from tally.config import Settings
 
 from ._interface import StoreError
 from ._open import open_store
+from ._retention import RetentionPolicy
+from ._upkeep import maintain_events
 
 
 def register(subparsers: Any) -> None:
@@ -39,13 +42,25 @@ def _fail(exc: Exception) -> int:
 
 
 async def migrate_up(args: argparse.Namespace) -> int:
+    settings = Settings()
     try:
-        async with open_store(_url()) as store:
+        async with open_store(settings.store_url) as store:
             applied = await store.migrate_up()
             status = await store.schema_status()
+            # The coming months' partitions too (PostgreSQL), so that a database migrated before the
+            # daemon starts has them; retention is left to the daemon.
+            upkeep = await maintain_events(
+                store, ahead=settings.events_partitions_ahead, policy=RetentionPolicy()
+            )
     except (StoreError, OSError) as exc:
         return _fail(exc)
     print(f"applied {', '.join(map(str, applied)) or 'nothing'}; schema at version {status.current}")
+    if upkeep is not None:
+        made = ", ".join(f"{m:%Y-%m}" for m in upkeep.ensured.created) or "none"
+        print(
+            f"events partitions: {upkeep.stats.attached} months attached (made {made}), "
+            f"{upkeep.stats.default_rows} rows in events_default"
+        )
     return 0
 
 
