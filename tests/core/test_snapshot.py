@@ -7,22 +7,27 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tally.core import (
     Event,
+    EventInvalid,
     Interval,
     ResourceRow,
     StoredEvent,
     UsageLine,
     UsageWindow,
+    fact_usage,
     is_snapshot,
     lifecycle,
+    parse_event,
     project,
     resource_usage,
     snapshot_for,
     step,
+    usage_fact,
 )
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -198,3 +203,24 @@ def test_an_ended_key_with_nothing_after_the_boundary_needs_no_snapshot() -> Non
     live = snapshot_for(history[:1], T0 + 10 * MINUTE)
     assert live is not None and live.event.event_type == "tally.retention.snapshot"
     assert live.event.timestamp == T0 + 10 * MINUTE and live.received_at == T0
+
+
+@settings(max_examples=300, deadline=None)
+@given(history_strategy, st.integers(1, 40), st.integers(0, 30), st.integers(1, 70))
+def test_the_exports_fast_fold_answers_a_retired_history_as_the_lifecycle(
+    spec, minute, start, length
+) -> None:  # type: ignore[no-untyped-def]
+    """The CSV path folds tuples (``fact_usage``): over a snapshot and the events kept, it answers what
+    ``resource_usage`` answers over the same stored events, whatever the window."""
+    history = build(spec)
+    after = retire(history, T0 + minute * MINUTE)
+    window = UsageWindow(T0 + start * MINUTE, T0 + (start + length) * MINUTE, T0 + 100 * MINUTE)
+    facts = [usage_fact(e) for e in after]
+    assert fact_usage(facts, window) == resource_usage(after, window)
+
+
+def test_a_posted_event_may_not_carry_a_retention_type() -> None:
+    wire = ev(1, 0, "sync.update", "active", SMALL, "p1", 0).event.to_wire()
+    parse_event(wire)
+    with pytest.raises(EventInvalid, match=r"'tally.retention.snapshot' is reserved"):
+        parse_event(wire | {"event_type": "tally.retention.snapshot"})

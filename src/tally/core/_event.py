@@ -30,6 +30,9 @@ MAX_EVENT_TYPE = 512
 MAX_TEXT = 512
 RESERVED_PLATFORMS = frozenset({"meta", "partner"})
 SOURCES = frozenset({"collector", "reconciliation"})
+# Retention writes snapshot events of these types itself (``_fold.SNAPSHOT_TYPES``); the folds read a
+# stored event of one as a snapshot, so nothing posted may carry one.
+RESERVED_TYPE_PREFIX = "tally.retention."
 MEMBERS = (
     "event_id",
     "timestamp",
@@ -251,6 +254,10 @@ def parse_event(raw: object, *, source: str | None = None) -> Event:
     if not EVENT_TYPE_PATTERN.fullmatch(event_type):
         raise EventInvalid(
             f"schema: event_type {event_type!r} does not match {EVENT_TYPE_PATTERN.pattern} in full"
+        )
+    if event_type.startswith(RESERVED_TYPE_PREFIX):
+        raise EventInvalid(
+            f"schema: event_type {event_type!r} is reserved: {RESERVED_TYPE_PREFIX}* are the store's own"
         )
     texts: dict[str, str] = {}
     for member in _TEXT_MEMBERS:

@@ -20,8 +20,18 @@ from datetime import datetime
 from operator import itemgetter
 from typing import Any
 
-from ._event import Category, StoredEvent, category_of
-from ._usage import GroupKey, UsageLine, UsageWindow, _microseconds, group_values_of, numeric_members
+from ._event import Category, Event, StoredEvent, category_of
+from ._fold import SNAPSHOT_SOURCE, SNAPSHOT_TYPES
+from ._usage import (
+    GroupKey,
+    UsageLine,
+    UsageWindow,
+    _microseconds,
+    group_values_of,
+    numeric_members,
+    pieces,
+    window_events,
+)
 
 # (timestamp, received_at, event_id, event_type, project_id, state, size): ``state`` and ``size`` are
 # the payload's members as the store extracted them (None when absent); the fold reads a state only
@@ -122,6 +132,8 @@ def fact_pieces(facts: Sequence[UsageFact], window: UsageWindow) -> tuple[list[F
     ``facts`` in any order; those dated from the window's end on, or received from ``as_of`` on, are
     left out, as ``window_events`` leaves them. (None for the newest when none is left.)"""
     end, as_of = window.end, window.as_of
+    if any(f[3] in SNAPSHOT_TYPES for f in facts):
+        return _reference_pieces(facts, window)
     if len(facts) == 1:
         return _one_piece(facts[0], window)
     kept = [f for f in facts if f[0] < end and (as_of is None or f[1] < as_of)]
@@ -148,6 +160,51 @@ def fact_pieces(facts: Sequence[UsageFact], window: UsageWindow) -> tuple[list[F
         if micros or creates or deletes:
             out.append((project, state, size, micros, creates, deletes))
     return out, newest
+
+
+def _reference_pieces(
+    facts: Sequence[UsageFact], window: UsageWindow
+) -> tuple[list[FactPiece], datetime | None]:
+    """A history that continues from a retention snapshot, folded by ``lifecycle`` itself: rare (one
+    per resource and retired month) and with rules of its own, so not transcribed. The types are
+    reserved to retention (``parse_event`` refuses them), so a fact of one is a snapshot."""
+    events = [
+        StoredEvent(
+            Event(
+                event_id=f[2],
+                timestamp=f[0],
+                event_type=f[3],
+                platform="",
+                cloud="",
+                resource_type="",
+                resource_id="",
+                project_id=f[4],
+                source=SNAPSHOT_SOURCE if f[3] in SNAPSHOT_TYPES else "collector",
+                payload={
+                    name: value for name, value in (("state", f[5]), ("size", f[6])) if value is not None
+                },
+            ),
+            f[1],
+        )
+        for f in facts
+    ]
+    kept = window_events(events, window)
+    if not kept:
+        return [], None
+    out: list[FactPiece] = []
+    for piece in pieces(kept, window):
+        interval = piece.interval
+        out.append(
+            (
+                interval.project_id,
+                interval.state,
+                interval.size,
+                piece.microseconds,
+                piece.creates,
+                piece.deletes,
+            )
+        )
+    return out, max(e.received_at for e in kept)
 
 
 def _book(line: UsageLine, piece: FactPiece) -> None:
