@@ -2,8 +2,13 @@
 
 Each actor runs a sync when it starts and then every ``sync_interval_s`` seconds
 with ±10 % jitter, so replicas and clouds do not fire in lockstep; an interval of
-0 means the cloud is synced only on request. A scheduled run that finds the lock
-held (another replica, or an HTTP trigger) skips: the next tick tries again.
+0 means the cloud is synced only on request (its actor only fails, at start, the
+rows a stopped replica left running). A scheduled run that finds the lock held
+(another replica, or an HTTP trigger) skips: the next tick tries again. So does
+one that finds the cloud synced less than ``interval × (1 − 2 × jitter)`` ago by
+another replica (``_handover``), so that replicas sync each cloud about once an
+interval between them, not once each; in told-instant mode run instants are
+virtual, not comparable with the interval, and that rule is off.
 
 Told-instant mode (``TALLY_REPORTING_SYNC_CLOCK_URL``) is seed 002's development
 loop built in: before each run the actor reads the simulator's ``GET /clock`` and
@@ -64,16 +69,30 @@ async def run_cloud_scheduler(
     rng = rng or random.Random()
     ctx.started()
     if entry.sync_interval_s == 0:
+        await service.take_over(cloud)
         await ctx.wait_stopping()
         return
+    min_gap_s = None if clock_url is not None else min_gap(entry.sync_interval_s)
     async with httpx.AsyncClient(timeout=10.0) as client:
         while not ctx.stopping:
-            await _tick(service, cloud, client, clock_url)
+            await _tick(service, cloud, client, clock_url, min_gap_s)
             with anyio.move_on_after(next_delay(entry.sync_interval_s, rng)):
                 await ctx.wait_stopping()
 
 
-async def _tick(service: SyncService, cloud: str, client: httpx.AsyncClient, clock_url: str | None) -> None:
+def min_gap(interval_s: float) -> float:
+    """The least time between two scheduled runs of a cloud across replicas: below the shortest wait
+    ``next_delay`` draws, so that a replica's own cadence is never skipped."""
+    return interval_s * (1.0 - 2 * JITTER)
+
+
+async def _tick(
+    service: SyncService,
+    cloud: str,
+    client: httpx.AsyncClient,
+    clock_url: str | None,
+    min_gap_s: float | None,
+) -> None:
     at: datetime | None = None
     if clock_url is not None:
         try:
@@ -81,9 +100,9 @@ async def _tick(service: SyncService, cloud: str, client: httpx.AsyncClient, clo
         except ClockUnreadable as exc:
             log.warning("scheduled sync skipped cloud=%s reason=%s", cloud, exc)
             return
-    outcome = await service.run_cloud(cloud, at)
-    if outcome.status is Status.LOCK_HELD:
-        log.info("scheduled sync skipped cloud=%s reason=lock_held", cloud)
+    outcome = await service.run_cloud(cloud, at, min_gap_s=min_gap_s)
+    if outcome.status in (Status.LOCK_HELD, Status.NOT_DUE):
+        log.info("scheduled sync skipped cloud=%s reason=%s", cloud, outcome.status.value)
 
 
 def scheduler_specs(service: SyncService, *, clock_url: str | None = None) -> list[ChildSpec]:

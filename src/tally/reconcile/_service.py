@@ -20,10 +20,12 @@ from datetime import datetime
 from typing import Any
 
 from tally.config import CloudEntry, Settings, load_clouds_config
+from tally.store import SyncLockHeld
 
 from . import _metrics
 from ._adapter import Adapter, adapter_class, check_adapter_environments, validate_adapter_config
 from ._booking import IngestsEvents
+from ._handover import take_over
 from ._model import Status, SyncOutcome
 from ._run import RunSettings, SyncStore, run_sync
 from ._runner import CloudsReadiness, RunnerOutcome, SyncAlreadyRunning, UnknownCloud
@@ -102,8 +104,11 @@ class SyncService:
         detail = "; ".join(f"cloud {c}: {r}" for c, r in sorted(self._problems.items()))
         return CloudsReadiness(True, f"adapter_config refused, runs of these clouds fail: {detail}")
 
-    async def run_cloud(self, cloud: str, at: datetime | None = None) -> SyncOutcome:
-        """Run one sync of ``cloud``; the outcome says completed, failed, lock held or unknown cloud."""
+    async def run_cloud(
+        self, cloud: str, at: datetime | None = None, *, min_gap_s: float | None = None
+    ) -> SyncOutcome:
+        """Run one sync of ``cloud``; the outcome says completed, failed, lock held, not due (with
+        ``min_gap_s``, a scheduled run's: see ``run_sync``) or unknown cloud."""
         entry = self._entries.get(cloud)
         if entry is None:
             return SyncOutcome(Status.UNKNOWN_CLOUD, cloud)
@@ -115,7 +120,17 @@ class SyncService:
             settings=self._settings,
             at=at,
             config_error=self._problems.get(cloud),
+            min_gap_s=min_gap_s,
         )
+
+    async def take_over(self, cloud: str) -> None:
+        """Fail the rows of ``cloud`` a stopped holder left running, if its lock is free now (held:
+        the holder is alive, or the next run that takes the lock does it)."""
+        try:
+            async with self._store.sync_lock(cloud):
+                await take_over(self._store, cloud)
+        except SyncLockHeld:
+            pass
 
     async def run(self, cloud: str, at: datetime | None) -> RunnerOutcome:
         """The HTTP route's call: raises ``UnknownCloud`` (404) or ``SyncAlreadyRunning`` (409)."""

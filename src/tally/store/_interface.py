@@ -76,6 +76,11 @@ class SchemaStatus:
     def behind(self) -> bool:
         return self.current < self.latest
 
+    @property
+    def ahead(self) -> bool:
+        """Migrated by a newer build: versions this one has no migration for, so no idea of the tables."""
+        return self.current > self.latest
+
 
 @dataclass(frozen=True, slots=True)
 class SizeName:
@@ -578,6 +583,12 @@ class Store(Protocol):
 
     async def last_completed_sync_started_at(self, cloud: str) -> datetime | None:
         """Newest started_at of the cloud's completed runs (a failed run never moves it)."""
+        ...
+
+    async def fail_stale_sync_runs(self, cloud: str, at: datetime | None = None) -> list[str]:
+        """Mark every ``running`` row of ``cloud`` failed, the reason in its stats' ``errors`` and no
+        ``completed_at``; the ids. Only for a holder of the cloud's ``sync_lock``: a row still running
+        then is one whose holder stopped without ending it. ``at`` (default now) dates the finding."""
         ...
 
     async def get_sync_run(self, run_id: str) -> dict[str, Any] | None:

@@ -71,6 +71,7 @@ from ._interface import (
 from ._migrations import Migration, load_migrations
 from ._seam import Tx
 from ._sql_credentials import CredentialsSql
+from ._stale_runs import fail_stale_sync_runs
 from ._usage_sql import usage_histories
 
 log = logging.getLogger(__name__)
@@ -1170,6 +1171,9 @@ class SqlStore(CredentialsSql, ABC):
                 "SELECT max(started_at) FROM sync_runs WHERE cloud = ? AND status = 'completed'", (cloud,)
             )
         return self.from_opt_ts(recs[0][0]) if recs else None
+
+    async def fail_stale_sync_runs(self, cloud: str, at: datetime | None = None) -> list[str]:
+        return await fail_stale_sync_runs(self, cloud, at if at is not None else utc_now())
 
     async def get_sync_run(self, run_id: str) -> dict[str, Any] | None:
         if not is_uuid(run_id):

@@ -2,7 +2,10 @@
 
 The store is ``TALLY_REPORTING_DB_URL`` when set, else the SQLite file in
 ``TALLY_STATE_DIR``. ``status`` exits 1 while the schema is behind, so a
-deployment script can wait on it.
+deployment script can wait on it. A schema migrated by a newer build (a version
+above every migration this one has) is ``ahead``: ``status`` says so and exits 1,
+and ``up`` and ``down`` refuse (exit 2), since this build cannot undo or build on
+migrations it does not have.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 
 from tally.config import Settings
 
-from ._interface import StoreError
+from ._interface import SchemaStatus, StoreError
 from ._open import open_store
 
 
@@ -38,9 +41,18 @@ def _fail(exc: Exception) -> int:
     return 2
 
 
+def _ahead(status: SchemaStatus) -> str:
+    return (
+        f"the database schema is at version {status.current}, newer than this build knows "
+        f"(its migrations end at {status.latest}): use the newer Tally's `tally migrate`"
+    )
+
+
 async def migrate_up(args: argparse.Namespace) -> int:
     try:
         async with open_store(_url()) as store:
+            if (before := await store.schema_status()).ahead:
+                return _fail(StoreError(_ahead(before)))
             applied = await store.migrate_up()
             status = await store.schema_status()
     except (StoreError, OSError) as exc:
@@ -52,6 +64,8 @@ async def migrate_up(args: argparse.Namespace) -> int:
 async def migrate_down(args: argparse.Namespace) -> int:
     try:
         async with open_store(_url()) as store:
+            if (before := await store.schema_status()).ahead:
+                return _fail(StoreError(_ahead(before)))
             undone = await store.migrate_down(args.target)
             status = await store.schema_status()
     except (StoreError, OSError) as exc:
@@ -66,6 +80,6 @@ async def migrate_status(args: argparse.Namespace) -> int:
             status = await store.schema_status()
     except (StoreError, OSError) as exc:
         return _fail(exc)
-    state = "behind" if status.behind else "current"
+    state = "behind" if status.behind else "ahead: migrated by a newer build" if status.ahead else "current"
     print(f"schema version {status.current} of {status.latest} ({state})")
-    return 1 if status.behind else 0
+    return 1 if status.behind or status.ahead else 0
