@@ -7,6 +7,7 @@ several space each cloud's runs between ``min_gap`` and the longest tick of one 
 
 from __future__ import annotations
 
+import itertools
 import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -72,7 +73,7 @@ def test_replicas_space_a_clouds_runs_about_one_interval_apart(
     interval_s: float, phases: list[float], rng: random.Random
 ) -> None:
     runs = _simulate(interval_s, [p * interval_s for p in phases], rng, until_s=30 * interval_s)
-    gaps = [b - a for a, b in zip(runs, runs[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(runs)]
     assert min(gaps) >= min_gap(interval_s)
     # The replica that ran ticks again within (1 + JITTER) intervals, and then nothing stops it.
     assert max(gaps) <= interval_s * (1 + JITTER) * (1 + 1e-9)

@@ -112,7 +112,7 @@ async def test_an_on_request_clouds_scheduler_fails_stale_rows_at_start(store: S
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: run_cloud_scheduler(service, h.cloud, ctx))
             with anyio.fail_after(10):
-                while (await store.get_sync_run(stale) or {})["status"] == "running":
+                while (await store.get_sync_run(stale) or {})["status"] == "running":  # noqa: ASYNC110
                     await anyio.sleep(0.05)
             stopping.set()
         assert [r["status"] for r in await store.list_sync_runs(h.cloud)] == ["failed"]  # and nothing ran
