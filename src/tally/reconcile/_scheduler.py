@@ -1,7 +1,7 @@
 """The built-in scheduler: one actor per configured cloud, in place of the reference's CronJob.
 
 Each actor runs a sync when it starts and then every ``sync_interval_s`` seconds
-with ±10 % jitter, so replicas and clouds do not fire in lockstep; an interval of
+(start to start) with ±10 % jitter, so replicas and clouds do not fire in lockstep; an interval of
 0 means the cloud is synced only on request (its actor only fails, at start, the
 rows a stopped replica left running). A scheduled run that finds the lock held
 (another replica, or an HTTP trigger) skips: the next tick tries again. So does
@@ -75,8 +75,11 @@ async def run_cloud_scheduler(
     min_gap_s = None if clock_url is not None else min_gap(entry.sync_interval_s)
     async with httpx.AsyncClient(timeout=10.0) as client:
         while not ctx.stopping:
+            # From tick to tick, not from a run's end: a run's length must not stretch the cadence (the
+            # replicas between them would sync the cloud less than once an interval).
+            next_at = anyio.current_time() + next_delay(entry.sync_interval_s, rng)
             await _tick(service, cloud, client, clock_url, min_gap_s)
-            with anyio.move_on_after(next_delay(entry.sync_interval_s, rng)):
+            with anyio.move_on_at(next_at):
                 await ctx.wait_stopping()
 
 
