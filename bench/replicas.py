@@ -403,10 +403,17 @@ def run_campaign(sizes: Sizes, db_url: str, amqp_url: str, work: Path) -> Report
         code = stopped.stop()
         report.exit_codes.append(code)
         report.restarts_s.append(restart(stopped))
-        if publisher.wait(timeout=publishing_s * 3 + 120) != 0:
-            report.problems.append(f"the publisher exited with {publisher.returncode}")
+        # A loaded host publishes well below the asked rate (one oslo Notifier, one publish at a time).
+        try:
+            if publisher.wait(timeout=publishing_s * 10 + 300) != 0:
+                report.problems.append(f"the publisher exited with {publisher.returncode}")
+        except subprocess.TimeoutExpired:
+            report.problems.append("the publisher did not finish within ten times its nominal time")
+            publisher.kill()
+            published_at.append(time.monotonic())
         wait_until(lambda: count_events(db)[1] >= sizes.notifications, 120 + sizes.notifications / 200)
         report.stored_s = time.monotonic() - began
+        wait_until(lambda: bool(published_at), 5)
         report.published_s = published_at[0] - began
         # A whole interval more, so that the clouds' runs after the last restart are on the record.
         time.sleep(sizes.interval_s * 1.2)
