@@ -5,7 +5,8 @@ between the three.
 
 The campaign is ``bench/replicas.py`` (its docstring tells the steps), run here at CI size on the
 fixtures' database and vhost; this test reads the database itself afterwards. The full size is
-``python -m bench.replicas`` (50,000 notifications; figures in docs/benchmarks.md, "replicas").
+``python -m bench.replicas`` (50,000 notifications; figures in docs/benchmarks.md, "replicas");
+``TALLY_TEST_REPLICA_NOTIFICATIONS`` sets this test's count.
 """
 
 from __future__ import annotations
