@@ -96,8 +96,10 @@ class Harness:
         entry: CloudEntry | None = None,
         config_error: str | None = None,
         cloud_at: datetime | None = None,
+        min_gap_s: float | None = None,
     ) -> SyncOutcome:
-        """Run one sync told ``at``; the fake cloud answers at ``cloud_at`` (default: ``at``)."""
+        """Run one sync told ``at``; the fake cloud answers at ``cloud_at`` (default: ``at``);
+        ``min_gap_s`` makes it a scheduled run's (``run_sync``)."""
         self.at(cloud_at or at)
         return await run_sync(
             entry or self.entry,
@@ -107,6 +109,7 @@ class Harness:
             settings=RunSettings(settle_s=self.settle_s, budget_s=self.budget_s),
             at=at,
             config_error=config_error,
+            min_gap_s=min_gap_s,
         )
 
     async def rows(self) -> dict[tuple[str, str], ResourceRow]:

@@ -3,9 +3,10 @@
 Exit codes: 0 after a drain on SIGTERM/SIGINT; 1 when the supervisor gave up (restart intensity
 exceeded) or a second signal forced the stop; 2 when the settings were refused before anything
 started (``_preflight``), the broker refused the collector's login, vhost or set-up
-(``broker_refusal``), the store refused the login or stayed away past its bound (``_startup``),
-or the store refuses the retention policy (``_events_upkeep``). A non-zero exit is the signal for
-systemd (``Restart=on-failure``) or the container runtime to start a fresh process.
+(``broker_refusal``), the store refused the login or stayed away past its bound, or its schema
+was migrated by a newer build (``_startup``), or the store refuses the retention policy
+(``_events_upkeep``). A non-zero exit is the signal for systemd (``Restart=on-failure``) or the
+container runtime to start a fresh process.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ._collector import broker_refusal
 from ._events_upkeep import retention_refusal_at_start
 from ._notify import Notifier
 from ._preflight import refusal, warn_about
-from ._startup import StoreWait, wait_for_store
+from ._startup import StoreWait, schema_refusal, wait_for_store
 from ._tree import build_tree, needs_store
 
 log = logging.getLogger(__name__)
@@ -47,15 +48,15 @@ async def run_daemon(settings: Settings, *, notifier: Notifier | None = None) ->
     notifier = notifier or Notifier.from_environ()
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     waited = await wait_for_store(settings, notifier) if needs_store(settings) else StoreWait(None)
-    if waited.problem is not None:
-        log.error("tally not starting: %s", waited.problem)
-        print(f"tally: {waited.problem}", file=sys.stderr)
-        return 2
     try:
-        refused = await retention_refusal_at_start(settings) if needs_store(settings) else None
-        if refused is not None:
-            log.error("tally not starting: %s", refused)
-            print(f"tally: {refused}", file=sys.stderr)
+        problem = waited.problem
+        if problem is None and needs_store(settings):
+            problem = await schema_refusal(settings)
+        if problem is None and needs_store(settings):
+            problem = await retention_refusal_at_start(settings)
+        if problem is not None:
+            log.error("tally not starting: %s", problem)
+            print(f"tally: {problem}", file=sys.stderr)
             return 2
         return await _run_tree(settings, notifier, waited.sock)
     finally:

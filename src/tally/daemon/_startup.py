@@ -12,6 +12,10 @@ no connection is refused in between. systemd hears ``EXTEND_TIMEOUT_USEC`` so th
 timeout does not kill it first. Attempts are spaced by an exponential backoff with full jitter
 (``backoff_delays``), so that replicas restarted together do not probe the database in step. The
 first attempt costs nothing extra: the health server starts only once it failed.
+
+A store that answers with a schema migrated by a newer Tally (a version above every migration this
+build has) is refused too (``schema_refusal``): this build cannot know what the newer migrations
+changed, and writing through tables it does not understand could corrupt what the newer one reads.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import anyio
 
 from tally.config import Settings
 from tally.http import CheckResult, Readiness, listen_socket, serve_quart
-from tally.store import ProbeResult, probe_store
+from tally.store import ProbeResult, open_store, probe_store
 
 from ._frontend import health_app
 from ._notify import Notifier
@@ -142,3 +146,16 @@ async def wait_for_store(
         sock.close()
         return StoreWait(outcome)
     return StoreWait(None, sock)
+
+
+async def schema_refusal(settings: Settings) -> str | None:
+    """The line to exit 2 with when the store's schema is newer than this build knows, else None."""
+    async with open_store(settings.store_url, max_conns=1) as store:
+        status = await store.schema_status()
+    if not status.ahead:
+        return None
+    return (
+        f"the database schema is at version {status.current}, newer than this build knows "
+        f"(its migrations end at {status.latest}): a newer Tally migrated it; run that build, "
+        f"or roll the schema back with its `tally migrate down {status.latest}`"
+    )

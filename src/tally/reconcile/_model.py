@@ -206,6 +206,7 @@ class Status(enum.Enum):
     COMPLETED = "completed"  # the run finished with no recorded error: 200
     FAILED = "failed"  # the run recorded at least one error: 500, reasons in the row
     LOCK_HELD = "lock_held"  # another run holds the cloud: 409, no row written
+    NOT_DUE = "not_due"  # a scheduled run found the cloud synced within its interval: skipped, no row
     UNKNOWN_CLOUD = "unknown_cloud"  # the clouds config names no such cloud: 404
     # The run waited its whole budget for a sync slot or a database connection before it could record
     # itself: 503, no row written, ``stats["errors"]`` holds the one reason naming the wait.

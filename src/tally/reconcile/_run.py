@@ -7,7 +7,9 @@ The order of work, and why:
    after it (``tally.store.connection_deadline``). A run that gets no slot, or no connection to record
    itself, within its budget ends ``not started`` with the wait named, and writes no row.
 1. Read the run's one clock: the told instant, else the wall clock read once.
-2. Take the cloud's lock in the database (held: answer "lock held", write nothing).
+2. Take the cloud's lock in the database (held: answer "lock held", write nothing). Holding it,
+   fail the rows a stopped holder left running and, for a scheduled run, skip ("not due", write
+   nothing) if another replica synced the cloud within the interval (``_handover``).
 3. Read the bound (last completed run's started_at) *before* inserting this run's
    row, then insert the row with started_at = the run's instant.
 4. Under the budget: observe (adapter), list the size names, read the rows, diff,
@@ -57,6 +59,7 @@ from ._adapter import Adapter, ObserveRequest, Progress
 from ._booking import IngestsEvents, book
 from ._diff import date_absence_deletes, diff, restore_vouched_facts
 from ._errors import RunAborted, SizeNamesFailed
+from ._handover import ran_recently, take_over
 from ._model import Deferral, DeferredCorrection, EarlierRun, Kind, Plan, Reason, SyncOutcome
 from ._model import Status as RunStatus
 from ._rules import cap_errors, deleted_servers_window, held_no_row
@@ -78,6 +81,7 @@ class SyncStore(Protocol):
         self, run_id: str, status: Any, stats: Any, completed_at: datetime | None = None
     ) -> None: ...
     async def last_completed_sync_started_at(self, cloud: str) -> datetime | None: ...
+    async def fail_stale_sync_runs(self, cloud: str, at: datetime | None = None) -> list[str]: ...
     async def list_sync_runs(self, cloud: str) -> list[dict[str, Any]]: ...
     async def sync_runs_between(
         self, cloud: str, after: datetime, before: datetime, *, limit: int | None = None
@@ -149,12 +153,15 @@ async def run_sync(
     at: datetime | None = None,
     config_error: str | None = None,
     slots: anyio.CapacityLimiter | None = None,
+    min_gap_s: float | None = None,
 ) -> SyncOutcome:
     """Run one sync of ``entry`` (see the module docstring); never raises for a failed run.
 
     ``config_error`` is the reason the entry's adapter_config was refused at
     startup: the run then records it and ends failed before anything is observed.
     ``slots`` caps the runs of the process (None: no cap).
+    ``min_gap_s`` (a scheduled run's) skips the run when a run of the cloud that
+    ended started that close to this one's instant (``_handover.is_due``).
     """
     cloud = entry.cloud
     began = time.monotonic()
@@ -175,6 +182,11 @@ async def run_sync(
         try:
             poll_at = at if at is not None else utc_now()
             async with store.sync_lock(cloud):
+                await take_over(store, cloud)
+                if min_gap_s is not None and await ran_recently(store, cloud, poll_at, min_gap_s):
+                    _metrics.SYNC_RUNS.labels(cloud, "skipped").inc()
+                    log.info("sync not due cloud=%s reason=synced within min_gap_s=%g", cloud, min_gap_s)
+                    return SyncOutcome(RunStatus.NOT_DUE, cloud)
                 return await _locked_run(
                     entry,
                     store,

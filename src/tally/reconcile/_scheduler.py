@@ -2,11 +2,16 @@
 
 Each actor runs its first sync at its place in the stagger (``_pacing.first_delay``:
 cloud ``i`` of the ``n`` scheduled clouds, by name, at ``i/n`` of its interval, the
-first at once) and then every ``sync_interval_s`` seconds with ±10 % jitter, so
-replicas and clouds do not fire in lockstep; an interval of 0 means the cloud is
-synced only on request. A scheduled run that finds the lock held (another replica,
-or an HTTP trigger) skips: the next tick tries again. Every run takes a slot of the
-service's cap first (``_service``).
+first at once) and then every ``sync_interval_s`` seconds (start to start) with ±10 %
+jitter, so replicas and clouds do not fire in lockstep; an interval of 0 means the
+cloud is synced only on request (its actor only fails, at start, the rows a stopped
+replica left running). A scheduled run that finds the lock held (another replica, or
+an HTTP trigger) skips: the next tick tries again. So does one that finds the cloud
+synced less than ``interval × (1 − 2 × jitter)`` ago by another replica
+(``_handover``), so that replicas sync each cloud about once an interval between
+them, not once each; in told-instant mode run instants are virtual, not comparable
+with the interval, and that rule is off. Every run takes a slot of the service's cap
+first (``_service``).
 
 Told-instant mode (``TALLY_REPORTING_SYNC_CLOCK_URL``) is seed 002's development
 loop built in: before each run the actor reads the simulator's ``GET /clock`` and
@@ -26,7 +31,7 @@ from tally.actors import ActorContext, ChildSpec
 from tally.core import InstantError, parse_instant
 
 from ._model import Status
-from ._pacing import first_delay, next_delay
+from ._pacing import JITTER, first_delay, next_delay
 from ._service import SyncService
 
 log = logging.getLogger(__name__)
@@ -63,6 +68,7 @@ async def run_cloud_scheduler(
     rng = rng or random.Random()
     ctx.started()
     if entry.sync_interval_s == 0:
+        await service.take_over(cloud)
         await ctx.wait_stopping()
         return
     intervals = {c: e.sync_interval_s for c, e in service.entries.items()}
@@ -71,14 +77,30 @@ async def run_cloud_scheduler(
         log.info("first scheduled sync cloud=%s in_s=%.1f", cloud, delay)
         with anyio.move_on_after(delay):
             await ctx.wait_stopping()
+    min_gap_s = None if clock_url is not None else min_gap(entry.sync_interval_s)
     async with httpx.AsyncClient(timeout=10.0) as client:
         while not ctx.stopping:
-            await _tick(service, cloud, client, clock_url)
-            with anyio.move_on_after(next_delay(entry.sync_interval_s, rng)):
+            # From tick to tick, not from a run's end: a run's length must not stretch the cadence (the
+            # replicas between them would sync the cloud less than once an interval).
+            next_at = anyio.current_time() + next_delay(entry.sync_interval_s, rng)
+            await _tick(service, cloud, client, clock_url, min_gap_s)
+            with anyio.move_on_at(next_at):
                 await ctx.wait_stopping()
 
 
-async def _tick(service: SyncService, cloud: str, client: httpx.AsyncClient, clock_url: str | None) -> None:
+def min_gap(interval_s: float) -> float:
+    """The least time between two scheduled runs of a cloud across replicas: below the shortest wait
+    ``next_delay`` draws, so that a replica's own cadence is never skipped."""
+    return interval_s * (1.0 - 2 * JITTER)
+
+
+async def _tick(
+    service: SyncService,
+    cloud: str,
+    client: httpx.AsyncClient,
+    clock_url: str | None,
+    min_gap_s: float | None,
+) -> None:
     at: datetime | None = None
     if clock_url is not None:
         try:
@@ -86,9 +108,9 @@ async def _tick(service: SyncService, cloud: str, client: httpx.AsyncClient, clo
         except ClockUnreadable as exc:
             log.warning("scheduled sync skipped cloud=%s reason=%s", cloud, exc)
             return
-    outcome = await service.run_cloud(cloud, at)
-    if outcome.status is Status.LOCK_HELD:
-        log.info("scheduled sync skipped cloud=%s reason=lock_held", cloud)
+    outcome = await service.run_cloud(cloud, at, min_gap_s=min_gap_s)
+    if outcome.status in (Status.LOCK_HELD, Status.NOT_DUE):
+        log.info("scheduled sync skipped cloud=%s reason=%s", cloud, outcome.status.value)
     elif outcome.status is Status.NOT_STARTED:
         log.warning("scheduled sync skipped cloud=%s reason=%s", cloud, outcome.stats["errors"][0])
 

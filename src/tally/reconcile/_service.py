@@ -28,10 +28,12 @@ import anyio
 
 from tally.config import CloudEntry, Settings, load_clouds_config
 from tally.core import utc_now
+from tally.store import SyncLockHeld
 
 from . import _metrics
 from ._adapter import Adapter, adapter_class, check_adapter_environments, validate_adapter_config
 from ._booking import IngestsEvents
+from ._handover import take_over
 from ._health import Health, failed_run_error, restored
 from ._model import Status, SyncOutcome
 from ._pacing import max_concurrent
@@ -147,8 +149,11 @@ class SyncService:
             parts.append(f"adapter_config refused, runs of these clouds fail: {detail}")
         return CloudsReadiness(True, "; ".join(parts), clouds)
 
-    async def run_cloud(self, cloud: str, at: datetime | None = None) -> SyncOutcome:
-        """Run one sync of ``cloud``; the outcome says completed, failed, lock held or unknown cloud."""
+    async def run_cloud(
+        self, cloud: str, at: datetime | None = None, *, min_gap_s: float | None = None
+    ) -> SyncOutcome:
+        """Run one sync of ``cloud``; the outcome says completed, failed, lock held, not due (with
+        ``min_gap_s``, a scheduled run's: see ``run_sync``) or unknown cloud."""
         entry = self._entries.get(cloud)
         if entry is None:
             return SyncOutcome(Status.UNKNOWN_CLOUD, cloud)
@@ -161,6 +166,7 @@ class SyncService:
             at=at,
             config_error=self._problems.get(cloud),
             slots=self._slots,
+            min_gap_s=min_gap_s,
         )
         self._note(outcome)
         return outcome
@@ -177,6 +183,15 @@ class SyncService:
         elif outcome.status is Status.NOT_STARTED:
             self._health.failed(cloud, None, now, str(outcome.stats["errors"][0]))
             _metrics.mark_error(cloud, now.timestamp())
+
+    async def take_over(self, cloud: str) -> None:
+        """Fail the rows of ``cloud`` a stopped holder left running, if its lock is free now (held:
+        the holder is alive, or the next run that takes the lock does it)."""
+        try:
+            async with self._store.sync_lock(cloud):
+                await take_over(self._store, cloud)
+        except SyncLockHeld:
+            pass
 
     async def run(self, cloud: str, at: datetime | None) -> RunnerOutcome:
         """The HTTP route's call: raises ``UnknownCloud`` (404), ``SyncAlreadyRunning`` (409) or

@@ -384,6 +384,12 @@ class Store(Protocol):
         """Newest started_at of the cloud's completed runs (a failed run never moves it)."""
         ...
 
+    async def fail_stale_sync_runs(self, cloud: str, at: datetime | None = None) -> list[str]:
+        """Mark every ``running`` row of ``cloud`` failed, the reason in its stats' ``errors`` and no
+        ``completed_at``; the ids. Only for a holder of the cloud's ``sync_lock``: a row still running
+        then is one whose holder stopped without ending it. ``at`` (default now) dates the finding."""
+        ...
+
     async def get_sync_run(self, run_id: str) -> dict[str, Any] | None:
         """``{id, cloud, started_at, completed_at, status, stats}`` or None."""
         ...

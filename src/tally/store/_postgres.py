@@ -413,7 +413,11 @@ class PostgresStore(UsageReads, SqlStore):
             raise StoreError(
                 f"cannot connect to PostgreSQL at {describe_url(self._url)} within 15 s"
             ) from exc
-        async with self._connection() as conn:
+        async with self._connection() as conn, conn.transaction():
+            # Under the migrations' lock: replicas opening a fresh database together would otherwise
+            # race in CREATE TABLE IF NOT EXISTS, which is not safe concurrently (the loser fails on
+            # pg_type's unique index, and its daemon logged a crash of its store).
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATION_LOCK])
             await conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
                 "name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"

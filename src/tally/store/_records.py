@@ -65,6 +65,11 @@ class SchemaStatus:
     def behind(self) -> bool:
         return self.current < self.latest
 
+    @property
+    def ahead(self) -> bool:
+        """Migrated by a newer build: versions this one has no migration for, so no idea of the tables."""
+        return self.current > self.latest
+
 
 @dataclass(frozen=True, slots=True)
 class SizeName:

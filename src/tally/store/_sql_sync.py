@@ -18,6 +18,7 @@ from ._ids import is_uuid
 from ._interface import RuleViolation, StoreError, SyncReceipts, SyncStatus
 from ._sql_base import SqlBase
 from ._sql_text import KEY_CHUNK, key_order, key_params
+from ._stale_runs import fail_stale_sync_runs
 
 _SYNC_RUN_COLUMNS = "id, cloud, started_at, completed_at, status, stats"
 
@@ -67,6 +68,9 @@ class SyncRunsSql(SqlBase):
                 "SELECT max(started_at) FROM sync_runs WHERE cloud = ? AND status = 'completed'", (cloud,)
             )
         return self.from_opt_ts(recs[0][0]) if recs else None
+
+    async def fail_stale_sync_runs(self, cloud: str, at: datetime | None = None) -> list[str]:
+        return await fail_stale_sync_runs(self, cloud, at if at is not None else utc_now())
 
     async def get_sync_run(self, run_id: str) -> dict[str, Any] | None:
         if not is_uuid(run_id):

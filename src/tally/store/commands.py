@@ -3,7 +3,10 @@
 The store is ``TALLY_REPORTING_DB_URL`` when set, else the SQLite file in
 ``TALLY_STATE_DIR``. ``status`` exits 1 while the schema is behind, so a
 deployment script can wait on it. On PostgreSQL ``up`` also makes the events partitions of the current
-month and the next ``TALLY_EVENTS_PARTITIONS_AHEAD`` (``_partitions``).
+month and the next ``TALLY_EVENTS_PARTITIONS_AHEAD`` (``_partitions``). A schema migrated by a newer
+build (a version above every migration this one has) is ``ahead``: ``status`` says so and exits 1,
+and ``up`` and ``down`` refuse (exit 2), since this build cannot undo or build on migrations it does
+not have.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 from tally.config import Settings
 
-from ._interface import StoreError
+from ._interface import SchemaStatus, StoreError
 from ._open import open_store
 from ._retention import RetentionPolicy
 from ._upkeep import maintain_events
@@ -41,10 +44,19 @@ def _fail(exc: Exception) -> int:
     return 2
 
 
+def _ahead(status: SchemaStatus) -> str:
+    return (
+        f"the database schema is at version {status.current}, newer than this build knows "
+        f"(its migrations end at {status.latest}): use the newer Tally's `tally migrate`"
+    )
+
+
 async def migrate_up(args: argparse.Namespace) -> int:
     settings = Settings()
     try:
         async with open_store(settings.store_url) as store:
+            if (before := await store.schema_status()).ahead:
+                return _fail(StoreError(_ahead(before)))
             applied = await store.migrate_up()
             status = await store.schema_status()
             # The coming months' partitions too (PostgreSQL), so that a database migrated before the
@@ -67,6 +79,8 @@ async def migrate_up(args: argparse.Namespace) -> int:
 async def migrate_down(args: argparse.Namespace) -> int:
     try:
         async with open_store(_url()) as store:
+            if (before := await store.schema_status()).ahead:
+                return _fail(StoreError(_ahead(before)))
             undone = await store.migrate_down(args.target)
             status = await store.schema_status()
     except (StoreError, OSError) as exc:
@@ -81,6 +95,6 @@ async def migrate_status(args: argparse.Namespace) -> int:
             status = await store.schema_status()
     except (StoreError, OSError) as exc:
         return _fail(exc)
-    state = "behind" if status.behind else "current"
+    state = "behind" if status.behind else "ahead: migrated by a newer build" if status.ahead else "current"
     print(f"schema version {status.current} of {status.latest} ({state})")
-    return 1 if status.behind else 0
+    return 1 if status.behind or status.ahead else 0
