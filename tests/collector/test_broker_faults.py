@@ -24,9 +24,11 @@ from typing import Any
 
 import anyio
 import pytest
-from broker_nodes import BrokerNode
+from broker_nodes import start_nodes
 from collector_support import MemorySink, collecting, wait_for
 from prometheus_client import REGISTRY
+
+from tally.simulator.rabbit_node import BrokerNode
 
 pytestmark = [pytest.mark.anyio, pytest.mark.rabbitmq]
 
@@ -43,7 +45,7 @@ def _metric(name: str) -> float:
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerNode]:
     pytest.importorskip("oslo_messaging")
     broker = BrokerNode(tmp_path_factory.mktemp("rabbit-node"))
-    broker.start()
+    start_nodes(broker)
     try:
         yield broker
     finally:
