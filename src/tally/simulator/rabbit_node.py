@@ -9,7 +9,7 @@ restart does.
 
 A node made with a ``TlsListener`` also listens for TLS with a certificate that a throwaway CA made
 here signs (``make_ca``); it asks for client certificates without requiring one, and takes the
-EXTERNAL login from a client certificate's common name. The tests (``tests/collector``) and
+EXTERNAL login from a client certificate's common name (PLAIN and AMQPLAIN stay on). The tests (``tests/collector``) and
 ``bench.collector`` share this module so that the benchmark never imports the tests.
 """
 
@@ -136,7 +136,8 @@ class TlsListener:
             f"ssl_options.cacertfile = {self.ca}\nssl_options.certfile = {self.certfile}\n"
             f"ssl_options.keyfile = {self.keyfile}\nssl_options.verify = verify_peer\n"
             "ssl_options.fail_if_no_peer_cert = false\nssl_cert_login_from = common_name\n"
-            "auth_mechanisms.1 = PLAIN\nauth_mechanisms.2 = EXTERNAL\n"
+            # RabbitMQ's defaults (oslo logs in with AMQPLAIN), plus EXTERNAL.
+            "auth_mechanisms.1 = PLAIN\nauth_mechanisms.2 = AMQPLAIN\nauth_mechanisms.3 = EXTERNAL\n"
         )
 
 
