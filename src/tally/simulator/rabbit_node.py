@@ -9,8 +9,9 @@ restart does.
 
 A node made with a ``TlsListener`` also listens for TLS with a certificate that a throwaway CA made
 here signs (``make_ca``); it asks for client certificates without requiring one, and takes the
-EXTERNAL login from a client certificate's common name (PLAIN and AMQPLAIN stay on). The tests (``tests/collector``) and
-``bench.collector`` share this module so that the benchmark never imports the tests.
+EXTERNAL login from a client certificate's common name (PLAIN and AMQPLAIN stay on). The tests
+(``tests/collector``) and ``bench.collector`` share this module so that the benchmark never imports
+the tests.
 """
 
 from __future__ import annotations
