@@ -10,116 +10,36 @@ move visible).
 
 from __future__ import annotations
 
-import datetime
-import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import aio_pika
 import anyio
 import pytest
-from broker_nodes import BrokerNode, free_port
+from broker_nodes import start_nodes
 from collector_support import MemorySink, collecting, oslo_inner, oslo_message, settings, v2_body, wait_for
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from tally.collector import Collector, CollectorError
+from tally.simulator.rabbit_node import BrokerNode, TlsListener, free_port, make_ca
 
 pytestmark = [pytest.mark.anyio, pytest.mark.rabbitmq]
 
 
-def _write_key(key: ec.EllipticCurvePrivateKey, path: Path) -> None:
-    path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-
-
-def _certificate(
-    subject: str, key: ec.EllipticCurvePrivateKey, issuer: tuple[str, ec.EllipticCurvePrivateKey] | None
-) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.UTC)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
-    issuer_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer[0])]) if issuer else name
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(issuer_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-    )
-    if issuer is None:
-        builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-    else:
-        builder = builder.add_extension(
-            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(_LOOPBACK)]),
-            critical=False,
-        )
-    return builder.sign(issuer[1] if issuer else key, hashes.SHA256())
-
-
-_LOOPBACK = __import__("ipaddress").IPv4Address("127.0.0.1")
-
-
-def make_ca(directory: Path, name: str) -> tuple[Path, Callable[[str], tuple[Path, Path]]]:
-    """A CA in ``directory``: its certificate file, and a function issuing (cert, key) files."""
-    directory.mkdir(parents=True, exist_ok=True)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_file = directory / f"{name}-ca.pem"
-    ca_file.write_bytes(_certificate(name, ca_key, None).public_bytes(serialization.Encoding.PEM))
-
-    def issue(subject: str) -> tuple[Path, Path]:
-        key = ec.generate_private_key(ec.SECP256R1())
-        cert = _certificate(subject, key, (name, ca_key))
-        cert_file, key_file = directory / f"{subject}.pem", directory / f"{subject}.key"
-        cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        _write_key(key, key_file)
-        return cert_file, key_file
-
-    return ca_file, issue
-
-
 class Cluster:
     def __init__(self, base: Path) -> None:
-        self.tls_port = free_port()
-        self.ca, issue = make_ca(base / "pki", "tally-test")
-        server_cert, server_key = issue("localhost")
-        self.client_cert, self.client_key = issue("guest")  # EXTERNAL logs in as the common name
+        tls = TlsListener.make(base / "pki")
+        self.client_cert, self.client_key = tls.issue("guest")  # EXTERNAL logs in as the common name
         self.other_ca, _ = make_ca(base / "pki-other", "somebody-else")
         self.a = BrokerNode(base / "a")
-        self.b = BrokerNode(
-            base / "b",
-            plugins=("rabbitmq_auth_mechanism_ssl",),
-            config=(
-                f"listeners.ssl.default = 127.0.0.1:{self.tls_port}\n"
-                f"ssl_options.cacertfile = {self.ca}\nssl_options.certfile = {server_cert}\n"
-                f"ssl_options.keyfile = {server_key}\nssl_options.verify = verify_peer\n"
-                "ssl_options.fail_if_no_peer_cert = false\nssl_cert_login_from = common_name\n"
-                "auth_mechanisms.1 = PLAIN\nauth_mechanisms.2 = EXTERNAL\n"
-            ),
-        )
-
-    def tls_url(self, query: str) -> str:
-        return f"amqps://guest:guest@127.0.0.1:{self.tls_port}/?cafile={self.ca}{query}"
+        self.b = BrokerNode(base / "b", tls=tls)
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     nodes = Cluster(tmp_path_factory.mktemp("cluster"))
-    # Started side by side: each takes several seconds of mostly waiting.
-    starter = threading.Thread(target=nodes.a.start)
-    starter.start()
-    try:
-        nodes.b.start()
-    finally:
-        starter.join()
+    start_nodes(nodes.a, nodes.b)
     try:
         yield nodes
     finally:
@@ -177,8 +97,8 @@ async def test_amqps_with_the_ca_and_a_client_certificate(
     cluster: Cluster, tmp_path: Path, login: str
 ) -> None:
     exchange = f"nova-{uuid.uuid4().hex[:6]}"
-    url = cluster.tls_url(
-        f"&certfile={cluster.client_cert}&keyfile={cluster.client_key}&login_method={login}"
+    url = cluster.b.tls_url(
+        query=f"&certfile={cluster.client_cert}&keyfile={cluster.client_key}&login_method={login}"
     )
     if login == "EXTERNAL":
         url = url.replace("guest:guest@", "")  # no password: the certificate is the login
@@ -191,7 +111,8 @@ async def test_amqps_with_the_ca_and_a_client_certificate(
 async def test_a_broker_certificate_another_ca_signed_is_refused_at_start(
     cluster: Cluster, tmp_path: Path
 ) -> None:
-    url = cluster.tls_url("").replace(str(cluster.ca), str(cluster.other_ca))
+    assert cluster.b.tls is not None
+    url = cluster.b.tls_url().replace(str(cluster.b.tls.ca), str(cluster.other_ca))
     conf = settings(tmp_path, url, "t-wrong-ca", ["nova"])
     with pytest.raises(BaseException) as caught:
         await Collector(conf, sink=MemorySink()).serve()

@@ -31,7 +31,7 @@ from typing import Any
 
 import anyio
 import pytest
-from broker_nodes import BrokerNode
+from broker_nodes import start_nodes
 from collector_support import (
     MemorySink,
     collecting,
@@ -47,6 +47,7 @@ from prometheus_client import REGISTRY
 from tally.collector import _amqp
 from tally.collector._amqp import AmqpConfig
 from tally.collector._definitions import broker_definitions
+from tally.simulator.rabbit_node import BrokerNode
 
 pytestmark = [pytest.mark.anyio, pytest.mark.rabbitmq]
 
@@ -68,7 +69,7 @@ TOPICS = "notifications.info,notifications.error"
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerNode]:
     pytest.importorskip("oslo_messaging")
     broker = BrokerNode(tmp_path_factory.mktemp("rabbit-node"))
-    broker.start()
+    start_nodes(broker)
     try:
         yield broker
     finally:
@@ -93,7 +94,7 @@ def defined_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerNod
     path.write_text(json.dumps(definitions))
     boot = f"definitions.import_backend = local_filesystem\ndefinitions.local.path = {path}\n"
     broker = BrokerNode(base / "node", config=boot)
-    broker.start()
+    start_nodes(broker)
     try:
         yield broker
     finally:
