@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tally.collector import MAX_BODY_BYTES, Decoded, Skipped, Unparseable, decode_body, map_notification
+from tally.collector import (
+    MAX_BODY_BYTES,
+    Decoded,
+    Skipped,
+    Unparseable,
+    _decode,
+    decode_body,
+    map_notification,
+)
 
 INNER = {
     "message_id": "m-1",
@@ -95,3 +104,54 @@ def test_arbitrary_json_never_raises(value: object) -> None:
     map_notification(json.dumps({"oslo.version": "2.0", "oslo.message": json.dumps(value)}), cloud="c")
     if isinstance(value, dict):
         map_notification(json.dumps(dict(INNER, payload=value)), cloud="c")
+
+
+_NUMBER_TEXTS = st.one_of(
+    st.integers(-(2**70), 2**70).map(str),
+    st.sampled_from(
+        [
+            "0.1",
+            "1.50",
+            "2.0",
+            "1e2",
+            "1E-3",
+            "0.30000000000000004",
+            "100.000",
+            "-0.0",
+            "7.25",
+            "1024.00000000000000000001",
+            "3.0000000000000000001",
+        ]
+    ),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+)
+_TYPES = ["compute.instance.create.end", "volume.create.end", "image.upload", "floatingip.create.end"]
+_MEMBERS = ["vcpus", "memory_mb", "root_gb", "ephemeral_gb", "size", "progress", "other"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(_TYPES),
+    st.dictionaries(st.sampled_from(_MEMBERS), _NUMBER_TEXTS, max_size=6),
+    st.one_of(st.none(), _NUMBER_TEXTS),
+)
+def test_the_fast_inner_decode_maps_as_the_exact_decoder(
+    event_type: str, members: dict[str, str], nested: str | None
+) -> None:
+    """orjson reads the oslo message unless the payload's own members hold a float: whatever the
+    numbers' texts, the mapped event is the one the exact (Decimal) decoder gives."""
+    numbers = "".join(f', "{name}": {text}' for name, text in members.items())
+    deep = "" if nested is None else f', "image_meta": {{"min_ram": {nested}}}'
+    payload = (
+        '{"instance_id": "vm-1", "volume_id": "v-1", "id": "i-1", "tenant_id": "t", "owner": "t", '
+        f'"instance_type": "m1", "state": "active"{numbers}{deep}}}'
+    )
+    inner = (
+        f'{{"message_id": "m-1", "event_type": "{event_type}", '
+        f'"timestamp": "2026-03-01 10:00:00.000001", "payload": {payload}}}'
+    )
+    body = json.dumps({"oslo.version": "2.0", "oslo.message": inner})
+    fast = map_notification(body, cloud="c")
+    with patch.object(_decode, "_inner", _decode._loads):
+        exact = map_notification(body, cloud="c")
+    assert fast == exact

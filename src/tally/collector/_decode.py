@@ -50,6 +50,22 @@ def _outer(text: str) -> Any:
     return _loads(text)
 
 
+def _inner(text: str) -> Any:
+    """The oslo message. orjson reads it (the exact decoder took a sixth of the collector's CPU),
+    unless the payload carries a float among its own members, the only numbers a mapping reads (the
+    sizes): then the exact decoder reads it again, so that a quantity keeps the digits it was
+    written with. Nested floats reach no event. Anything orjson refuses (integers beyond 64 bits,
+    NaN) goes to the exact decoder, whose error is the one reported."""
+    try:
+        inner = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _loads(text)
+    payload = inner.get("payload") if isinstance(inner, dict) else None
+    if isinstance(payload, dict) and any(type(value) is float for value in payload.values()):
+        return _loads(text)
+    return inner
+
+
 def parse_oslo_timestamp(value: object) -> datetime | None:
     """The instant of a notification, in UTC; ``None`` when no accepted layout matches.
 
@@ -105,7 +121,7 @@ def _unwrap(body: bytes | str | Mapping[str, Any]) -> dict[str, Any] | Unparseab
     if not isinstance(inner_text, str):
         return Unparseable("envelope", "oslo.message is missing or not a JSON string")
     try:
-        inner = _loads(inner_text)
+        inner = _inner(inner_text)
     except ValueError as exc:
         return Unparseable("json", f"oslo.message is not JSON: {exc}")
     if not isinstance(inner, dict):
