@@ -26,8 +26,9 @@ At each checkpoint (1M, 5M, 10M, 20M events; ``--quick`` 50k and 200k; ``--max-e
 - disk per million events: ``events`` with its indexes (every partition), from ``pg_partition_tree``.
 
 Prints a row per checkpoint as it is measured, the growth table at the end and ``RATIO`` lines of the
-largest checkpoint against the first. Exits 1 when a check fails (a refused event, a sync that does
-not complete, a projection row unlike its history's fold).
+largest checkpoint against the first; Ctrl-C (SIGINT) drops the database and reports the checkpoints
+measured so far. Exits 1 when a check fails (a refused event, a sync that does not complete, a
+projection row unlike its history's fold).
 
     nice .venv/bin/python -m bench.scale [--quick] [--max-events N] [--live N] [--sample N]
 """
@@ -537,7 +538,8 @@ def report(rows: list[Checkpoint]) -> None:
     print(f"RATIO scale_mib_per_million_events_at_max={last.mib_per_million:.0f}")
 
 
-async def run(size: Sizes) -> None:
+async def run(size: Sizes, rows: list[Checkpoint]) -> None:
+    """Measure every checkpoint into ``rows`` (the caller's, so that an interrupted run keeps them)."""
     name = f"tally_bench_scale_{os.getpid()}"
     async with await psycopg.AsyncConnection.connect(PG_ADMIN, autocommit=True) as admin:
         await admin.execute(f'CREATE DATABASE "{name}"')
@@ -557,7 +559,6 @@ async def run(size: Sizes) -> None:
                 steady = iter(sync_bench.T1 + timedelta(minutes=2 * k) for k in range(1, 100))
                 first = await sync_once(base, env, url, sync_bench.T1)
                 say(f"first sync (all creates) {first['seconds']:.1f} s: {first['stats']}")
-                rows: list[Checkpoint] = []
                 for mark in size.checkpoints:
                     await fill_to(url, stream, mark - size.sample)
                     rows.append(
@@ -580,7 +581,6 @@ async def run(size: Sizes) -> None:
         async with await psycopg.AsyncConnection.connect(PG_ADMIN, autocommit=True) as admin:
             await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     print(f"first sync of {SYNC_CLOUD} (all creates): {first['seconds']:.1f} s")
-    report(rows)
 
 
 def main() -> None:
@@ -597,7 +597,16 @@ def main() -> None:
     )
     tune_garbage_collector()  # the ingest server runs in this process, as under `tally run`
     began = time.perf_counter()
-    anyio.run(run, size)
+    rows: list[Checkpoint] = []
+    try:
+        anyio.run(run, size, rows)
+    except KeyboardInterrupt:
+        # A full run takes hours on a shared host: Ctrl-C still drops the database and reports the
+        # checkpoints measured so far.
+        say(f"interrupted after {len(rows)} checkpoint(s)")
+        if not rows:
+            raise
+    report(rows)
     say(f"done in {time.perf_counter() - began:.0f} s")
 
 
