@@ -124,7 +124,7 @@ def serve_fake(scale: float) -> None:
 # -- one sync, in a process of its own ----------------------------------------------------------------
 
 
-def run_one_sync(store_url: str, at: str) -> dict[str, Any]:
+def run_one_sync(store_url: str, at: str, cloud: str = CLOUD) -> dict[str, Any]:
     from tally.config import CloudEntry
     from tally.core import parse_instant
     from tally.ingest import IngestPipeline
@@ -137,7 +137,7 @@ def run_one_sync(store_url: str, at: str) -> dict[str, Any]:
             await store.migrate_up()
             pipeline = IngestPipeline(store, require_size_schema=False)
             entry = CloudEntry(
-                CLOUD, "openstack", "openstack", {"os_cloud": "admin", "include_octavia": True}
+                cloud, "openstack", "openstack", {"os_cloud": "admin", "include_octavia": True}
             )
             started = time.perf_counter()
             outcome = await run_sync(
@@ -237,11 +237,54 @@ def main() -> int:
         if phase == "fake":
             serve_fake(scale)
         elif phase == "sync":
-            print("RESULT " + json.dumps(run_one_sync(args._phase[1], args._phase[2])), flush=True)
+            print("RESULT " + json.dumps(run_one_sync(*args._phase[1:4])), flush=True)
         elif phase == "sdk":
             print("RESULT " + json.dumps(run_sdk_listing()), flush=True)
         return 0
     return orchestrate(scale, in_process=args.quick, pg_admin=args.pg, sdk=not args.no_sdk)
+
+
+def start_fake_cloud(scale: float, tmp: Path) -> tuple[subprocess.Popen[str], str, dict[str, str]]:
+    """The fake cloud's process serving the world at ``scale``, its base URL, and the environment
+    (``OS_CLIENT_CONFIG_FILE`` pointing at a clouds.yaml in ``tmp``) a sync child needs to reach it."""
+    from tally.simulator.fakecloud import ADMIN_PASSWORD, ADMIN_PROJECT, ADMIN_USER
+
+    env = dict(os.environ)
+    fake = subprocess.Popen(
+        [sys.executable, "-m", "bench.sync", "--scale", str(scale), "fake"],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert fake.stdout is not None
+    built = time.perf_counter()
+    line = fake.stdout.readline()
+    if not line.startswith("PORT "):
+        fake.kill()
+        raise RuntimeError("the fake cloud did not start")
+    port = int(line.split()[1])
+    print(f"fake cloud up on port {port} after {time.perf_counter() - built:.1f}s (scale {scale:g})")
+    base = f"http://127.0.0.1:{port}"
+    clouds = {
+        "clouds": {
+            "admin": {
+                "auth_type": "password",
+                "auth": {
+                    "auth_url": f"{base}/v3",
+                    "username": ADMIN_USER,
+                    "password": ADMIN_PASSWORD,
+                    "project_name": ADMIN_PROJECT,
+                    "user_domain_name": "Default",
+                    "project_domain_name": "Default",
+                },
+                "region_name": "RegionOne",
+            }
+        }
+    }
+    clouds_yaml = tmp / "clouds.yaml"
+    clouds_yaml.write_text(yaml.safe_dump(clouds))
+    env["OS_CLIENT_CONFIG_FILE"] = str(clouds_yaml)
+    return fake, base, env
 
 
 def orchestrate(scale: float, *, in_process: bool, pg_admin: str | None = None, sdk: bool = True) -> int:
@@ -249,44 +292,9 @@ def orchestrate(scale: float, *, in_process: bool, pg_admin: str | None = None, 
     then the process's peak so far rather than the phase's own."""
     import httpx
 
-    from tally.simulator.fakecloud import ADMIN_PASSWORD, ADMIN_PROJECT, ADMIN_USER
-
     with tempfile.TemporaryDirectory(prefix="tally-bench-sync-") as tmp:
-        env = dict(os.environ)
-        fake = subprocess.Popen(
-            [sys.executable, "-m", "bench.sync", "--scale", str(scale), "fake"],
-            env=env,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        fake, base, env = start_fake_cloud(scale, Path(tmp))
         try:
-            assert fake.stdout is not None
-            built = time.perf_counter()
-            line = fake.stdout.readline()
-            if not line.startswith("PORT "):
-                raise RuntimeError("the fake cloud did not start")
-            port = int(line.split()[1])
-            print(f"fake cloud up on port {port} after {time.perf_counter() - built:.1f}s (scale {scale:g})")
-            base = f"http://127.0.0.1:{port}"
-            clouds = {
-                "clouds": {
-                    "admin": {
-                        "auth_type": "password",
-                        "auth": {
-                            "auth_url": f"{base}/v3",
-                            "username": ADMIN_USER,
-                            "password": ADMIN_PASSWORD,
-                            "project_name": ADMIN_PROJECT,
-                            "user_domain_name": "Default",
-                            "project_domain_name": "Default",
-                        },
-                        "region_name": "RegionOne",
-                    }
-                }
-            }
-            clouds_yaml = Path(tmp) / "clouds.yaml"
-            clouds_yaml.write_text(yaml.safe_dump(clouds))
-            env["OS_CLIENT_CONFIG_FILE"] = str(clouds_yaml)
             store_url = f"sqlite:///{Path(tmp) / 'tally.sqlite3'}"
             if pg_admin is not None:
                 store_url = create_pg_database(pg_admin)

@@ -144,12 +144,13 @@ def _all() -> Any:
     return ResourceFilter(status="all")
 
 
-async def export_round(url: str) -> dict[str, Any]:
-    """Serve the API over the store and stream the month's CSV through it."""
+async def export_round(url: str, start: datetime = MONTH, end: datetime = MONTH_END) -> dict[str, Any]:
+    """Serve the API over the store and stream the CSV of ``[start, end)`` (the month) through it."""
     import httpx
     from pydantic import SecretStr
 
     from tally.config import Settings
+    from tally.core import format_instant
     from tally.http import ReportingServices, create_reporting_app, serve_quart
     from tally.ingest import IngestPipeline
     from tally.store import open_store
@@ -160,7 +161,7 @@ async def export_round(url: str) -> dict[str, Any]:
             store=store, pipeline=IngestPipeline(store, require_size_schema=False), settings=settings
         )
         port = await tg.start(serve_quart, create_reporting_app(services), "127.0.0.1", 0)
-        params = {"from": "2026-07-01T00:00:00Z", "to": "2026-08-01T00:00:00Z", "cloud": CLOUD}
+        params = {"from": format_instant(start), "to": format_instant(end), "cloud": CLOUD}
         headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "text/csv"}
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as warm:
             # The first request pays for what the app builds lazily; a bill is not the first request.
