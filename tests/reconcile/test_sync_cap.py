@@ -3,6 +3,7 @@ waits for a database connection past it (real stores; the adapter is a fake of t
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -160,9 +161,11 @@ async def test_no_run_waits_for_a_pooled_connection_past_its_budget(shared_pg_ur
         assert "all 1 of TALLY_REPORTING_DB_MAX_CONNS in use" in str(raised.value)
         assert outcome.status is Status.NOT_STARTED
         [reason] = outcome.stats["errors"]
-        assert reason.startswith(
-            "no database connection within the budget: waited 1.0 s for a database connection"
-        )
+        # What is left of the 1 s budget once the lock is taken (its own connection, outside the pool).
+        assert re.match(
+            r"no database connection within the budget: waited (0\.[5-9]|1\.0) s for a database connection",
+            reason,
+        ), reason
         assert waited < 1.8
         assert sample("tally_db_connection_wait_timeouts_total") == timeouts + 2
         # With the connection back, the next run completes and the cloud is healthy again.
