@@ -48,22 +48,10 @@ from tally.daemon import tune_garbage_collector
 from tally.http import ReportingServices, create_reporting_app, serve_quart
 from tally.ingest import IngestPipeline
 from tally.store import Store, hash_secret, open_store
+from tally.store._sql_text import EVENT_COLUMNS, EVENT_SELECT
 
 BATCH = 500
 PG_ADMIN = os.environ.get("TALLY_BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-COLUMNS = (
-    "event_id",
-    "timestamp",
-    "received_at",
-    "event_type",
-    "platform",
-    "cloud",
-    "resource_type",
-    "resource_id",
-    "project_id",
-    "source",
-    "payload",
-)
 
 
 def make_events(count: int) -> list[dict[str, Any]]:
@@ -253,7 +241,7 @@ async def pg_floor(url: str, rows: list[tuple[Any, ...]]) -> Measured:
                 async with (
                     conn.transaction(),
                     conn.cursor() as cur,
-                    cur.copy(f"COPY events ({', '.join(COLUMNS)}) FROM STDIN") as copy,
+                    cur.copy(f"COPY events ({EVENT_SELECT}) FROM STDIN") as copy,
                 ):
                     for row in chunk:
                         await copy.write_row(row)
@@ -291,12 +279,12 @@ async def sqlite_floor(path: Path, rows: list[tuple[Any, ...]]) -> Measured:
     async with aiosqlite.connect(path, isolation_level=None) as conn:
         await conn.execute("PRAGMA journal_mode=WAL")
         await conn.execute("PRAGMA synchronous=NORMAL")
-        marks = ", ".join("?" for _ in COLUMNS)
+        marks = ", ".join("?" for _ in EVENT_COLUMNS)
 
         async def insert_all() -> None:
             for chunk in batches(texts):
                 await conn.execute("BEGIN IMMEDIATE")
-                await conn.executemany(f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({marks})", chunk)
+                await conn.executemany(f"INSERT INTO events ({EVENT_SELECT}) VALUES ({marks})", chunk)
                 await conn.execute("COMMIT")
 
         return await cpu_of(None, lambda: no_client(timed(insert_all)))

@@ -59,6 +59,7 @@ from bench.usage import CLOUD, TOKEN, export_round
 from tally.core import DELETED, ResourceKey, format_instant, project
 from tally.daemon import tune_garbage_collector
 from tally.store import hash_secret, open_store
+from tally.store._sql_text import EVENT_SELECT
 
 PG_ADMIN = os.environ.get("TALLY_BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 YEAR0 = datetime(2025, 11, 1, tzinfo=UTC)
@@ -84,8 +85,6 @@ DELETE = {
     "image": ("image.delete", "image.delete"),
     "loadbalancer": ("octavia.loadbalancer.delete.end", "octavia.loadbalancer.delete.end"),
 }
-EVENT_COLUMNS = "event_id, timestamp, received_at, event_type, platform, cloud, resource_type, resource_id, "
-EVENT_COLUMNS += "project_id, source, payload"
 ROW_COLUMNS = "cloud, platform, resource_type, resource_id, project_id, state, size, created_at, deleted_at, "
 ROW_COLUMNS += "last_event_type, last_event_at, last_payload, first_event_at, last_received_at, last_event_id"
 
@@ -287,7 +286,7 @@ async def copy_events(conn: psycopg.AsyncConnection[Any], stream: Stream, count:
         async with (
             conn.transaction(),
             conn.cursor() as cur,
-            cur.copy(f"COPY events ({EVENT_COLUMNS}) FROM STDIN") as copy,
+            cur.copy(f"COPY events ({EVENT_SELECT}) FROM STDIN") as copy,
         ):
             await copy.write(lines.encode())
         left -= n

@@ -8,11 +8,12 @@ from itertools import pairwise
 from typing import Any
 
 import orjson
-from bench.scale import EVENT_COLUMNS, RECEIVED_LAG, ROW_COLUMNS, Stream
+from bench.scale import RECEIVED_LAG, ROW_COLUMNS, Stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tally.core import StoredEvent, parse_event, project
+from tally.store._sql_text import EVENT_SELECT
 
 
 def columns(names: str, line: str) -> dict[str, Any]:
@@ -38,7 +39,7 @@ def test_rows_are_the_fold_of_the_events(seed: int, total: int, live: int) -> No
     stamps = []
     for _ in range(total):
         event = stream.next()
-        stored = columns(EVENT_COLUMNS, event.copy_line())
+        stored = columns(EVENT_SELECT, event.copy_line())
         wire = event.wire()
         # The COPY line and the posted item are the same event.
         assert {k: stored[k] for k in ("event_id", "event_type", "resource_id", "payload")} == {
