@@ -111,6 +111,26 @@ def test_an_unknown_entry_is_refused_naming_it(tmp_path: Path) -> None:
         resolve_cloud("zz", env={"OS_CLIENT_CONFIG_FILE": str(path)})
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "reason"),
+    [
+        ("secure.yaml", "clouds: [\n", "while parsing a flow node"),
+        ("clouds-public.yaml", "public-clouds: 3\n", "holds no public-clouds mapping"),
+    ],
+)
+def test_a_broken_file_beside_it_is_named_in_the_refusal(
+    tmp_path: Path, name: str, text: str, reason: str
+) -> None:
+    path = write(tmp_path / "clouds.yaml", {"a": entry()})
+    (tmp_path / name).write_text(text)
+    with pytest.raises(RunAborted) as caught:
+        resolve_cloud("a", env={"OS_CLIENT_CONFIG_FILE": str(path)})
+    message = str(caught.value)
+    # The file at fault is named, not only the clouds.yaml the entry was looked up in.
+    assert message.startswith(f'resolving the clouds.yaml entry "a" in {path}: {tmp_path / name}'), message
+    assert reason in message and "\n" not in message
+
+
 def test_warn_if_unpinned(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
     assert warn_if_unpinned({}) is True

@@ -318,6 +318,18 @@ ROWS = (
         },
         refused="You must provide an Application Credential Secret",
     ),
+    # Options a plugin's loader does not mark required, yet its __init__ cannot go without: keystoneauth1's
+    # words for a missing option, not Python's TypeError ("Token.__init__() missing 1 required ...").
+    Row(
+        "token without its token",
+        {"auth_type": "token", "auth": {"auth_url": AUTH_URL, "project_id": "p1"}},
+        refused="Auth plugin requires parameters which were not given: token",
+    ),
+    Row(
+        "v3totp without its passcode",
+        {"auth_type": "v3totp", "auth": {"auth_url": AUTH_URL, "username": "u", "user_domain_id": "default"}},
+        refused="Auth plugin requires parameters which were not given: passcode",
+    ),
     Row(
         "username without its domain",
         {"auth_type": "v3password", "auth": PASSWORD},

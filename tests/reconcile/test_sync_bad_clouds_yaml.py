@@ -1,5 +1,6 @@
 """A clouds.yaml entry of every broken kind: one line naming the entry and the reason, on a sync (the run
-failed, its row holding the line) and in ``tally check-cloud`` (exit 1, that line, no traceback)."""
+failed, its row holding the line, ``POST /internal/sync`` answering 500 without it) and in
+``tally check-cloud`` (exit 1, that line, no traceback)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from reconcile_support import T0, Harness, builder, minutes, open_harness
 from test_commands import configure, run_cli
 
+from tally.config import CloudEntry, Settings
+from tally.http import ReportingServices, create_reporting_app
 from tally.reconcile import Status
+from tally.reconcile._run import RunSettings
+from tally.reconcile._service import SyncService
 from tally.store import Store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)]
@@ -41,6 +47,10 @@ def broken_entries(h: Harness, home: Path) -> dict[str, tuple[dict[str, Any], st
         "no-password": (
             {"auth_type": "password", "auth": no_password},
             "You must provide a password to authenticate",
+        ),
+        "no-token": (
+            {"auth_type": "token", "auth": {"auth_url": auth["auth_url"], "project_name": "service"}},
+            "Auth plugin requires parameters which were not given: token",
         ),
         "no-user-domain": (
             {"auth_type": "v3password", "auth": no_user_domain},
@@ -98,3 +108,34 @@ async def test_a_clouds_yaml_that_is_no_yaml_fails_every_entry_naming_it(
         captured = capsys.readouterr()
         assert captured.out.startswith(f"FINDING  token: {prefix}") and captured.out.count("\n") == 1
         assert "Traceback" not in captured.err
+
+
+async def test_the_sync_route_answers_500_and_keeps_the_reason_in_the_row(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    async with open_harness(builder().build(), store, tmp_path) as h:
+        h.at(T0 + minutes(60))
+        broken = broken_entries(h, home)
+        for name, (entry, _) in broken.items():
+            h.add_clouds_yaml_entry(name, entry)
+        entries = [
+            CloudEntry(f"{h.cloud}-{name}", "openstack", "openstack", {"os_cloud": name}) for name in broken
+        ]
+        service = SyncService(entries, store=store, pipeline=h.pipeline, settings=RunSettings(settle_s=0))
+        settings = Settings(reporting_internal_token=SecretStr("internal-secret"), reporting_sync_settle_s=0)
+        client = create_reporting_app(ReportingServices(store, h.pipeline, settings, service)).test_client()
+        for cloud, (name, (_, reason)) in zip((e.cloud for e in entries), broken.items(), strict=True):
+            answer = await client.post(
+                f"/internal/sync/{cloud}", headers={"Authorization": "Bearer internal-secret"}
+            )
+            assert answer.status_code == 500
+            body = await answer.get_json()
+            assert body["detail"] == "the sync run failed", body
+            # The reason is the row's (and the log's), not the caller's.
+            assert reason not in str(body) and name not in str(body)
+            (run,) = await store.list_sync_runs(cloud)
+            assert run["status"] == "failed"
+            assert run["stats"]["errors"] == [f'authenticating against the cloud "{name}": {reason}']

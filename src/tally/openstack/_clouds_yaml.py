@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,12 +138,33 @@ def missing_secret(auth_type: str, auth: object) -> str | None:
     return None if given else reason
 
 
+# Python's words for a plugin built without an argument its __init__ cannot go without (keystoneauth1
+# checks only the options its loader marks required: ``token`` of the token plugins, ``passcode`` of v3totp).
+_MISSING_ARGUMENTS = re.compile(r"missing \d+ required (?:positional|keyword-only) arguments?: (.+)$")
+
+
+def plugin_reason(exc: Exception) -> object:
+    """Why keystoneauth1 could not build an entry's plugin; a missing argument in keystoneauth1's words
+    for a missing option (``Auth plugin requires parameters which were not given: token``), not Python's."""
+    found = _MISSING_ARGUMENTS.search(str(exc)) if isinstance(exc, TypeError) else None
+    if found is None:
+        return exc
+    names = re.findall(r"'([^']+)'", found.group(1))
+    return "Auth plugin requires parameters which were not given: " + ", ".join(names)
+
+
 def _check_yaml(path: Path, key: str, *, optional: bool = False) -> None:
     """Raise for a file openstacksdk would skip in silence (unreadable, not YAML, no ``key`` mapping),
-    so an entry is not reported missing from a file that was never read."""
+    so an entry is not reported missing from a file that was never read. An ``optional`` file (one
+    beside clouds.yaml) is named in its error: the refusal names clouds.yaml, not the file at fault."""
     if optional and not path.is_file():
         return
-    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        if not optional:
+            raise
+        raise ValueError(f"{path}: {exc}") from exc
     if not isinstance(document, Mapping) or not isinstance(document.get(key), Mapping):
         raise ValueError(f"{path} holds no {key} mapping")
 
@@ -186,5 +208,5 @@ def resolve_cloud(
         region = config.get_one(cloud=os_cloud, validate=True, **overrides)
     except Exception as exc:
         # keystoneauth1's plugin loading: a missing option, an unknown plugin, or the plugin's own error.
-        raise refused(os_cloud, exc) from exc
+        raise refused(os_cloud, plugin_reason(exc)) from exc
     return ResolvedCloud(entry=os_cloud, path=path, region=region)
