@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from reconcile_support import T0, Harness, minutes, open_harness
@@ -148,8 +149,15 @@ async def test_a_token_refused_with_401_is_replaced_once(store: Store, tmp_path:
         grant = await authenticate(resolve_cloud("admin"))
         first = grant.token
         h.state.accounts.tokens.clear()  # every token keystone issued is now expired
-        async with listing_client(grant) as client:
-            body = await get_json(client, grant.endpoint("compute") + "/servers/detail", {"all_tenants": "1"})
-        assert len(body["servers"]) == 1
+        bodies: list[Any] = []
+
+        async def listing(client: httpx.AsyncClient) -> None:
+            url = grant.endpoint("compute") + "/servers/detail"
+            bodies.append(await get_json(client, url, {"all_tenants": "1"}))
+
+        async with listing_client(grant) as client, anyio.create_task_group() as tg:
+            for _ in range(5):  # the listings of a run, refused the same token at once
+                tg.start_soon(listing, client)
+        assert [len(body["servers"]) for body in bodies] == [1] * 5
         assert grant.token != first
         assert list(h.state.accounts.tokens) == [grant.token]  # one new token, not one per request
