@@ -8,6 +8,7 @@ import pytest
 from reconcile_support import T0, minutes, open_harness
 from test_sync_failures import world_with_everything
 
+from tally.openstack import _listing
 from tally.reconcile import Status
 from tally.simulator.fakecloud import FakeCloudState
 from tally.store import Store
@@ -35,12 +36,18 @@ async def test_a_budget_ending_mid_run_names_every_listing_still_running(
         ]
 
 
-async def test_a_slow_page_inside_the_budget_is_waited_for(store: Store, tmp_path: Path) -> None:
+async def test_a_slow_page_inside_the_budget_is_waited_for(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     world, _ = world_with_everything()
 
     def slow_glance(state: FakeCloudState) -> None:
         state.faults.slow["image"] = 1.0
 
+    # Every fixed bound a request has, shrunk below glance's second: only a timeout taken from the
+    # budget waits for the page (the real bounds, 10 s and 60 s, would take minutes to outlast).
+    monkeypatch.setattr(_listing, "CONNECT_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(_listing, "UNBUDGETED_S", 0.3)
     async with open_harness(world, store, tmp_path, prepare=slow_glance) as h:
         h.budget_s = 10.0
         outcome = await h.sync(T0 + minutes(60))
