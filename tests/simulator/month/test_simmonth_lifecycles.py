@@ -2,7 +2,8 @@
 
 A volume transfer rests the volume in ``awaiting-transfer`` (a cinder status a volume rests in, not
 one of its twelve transitions) from the offer until the accept or the cancel; an image exists from
-glance's create, at size 0 until its upload.
+glance's create, at size 0 until its upload; a soft-deleted server rests ``soft_deleted`` until its
+restore or nova's reclaim.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import pytest
 
 from tally.collector import Mapped, map_notification
 from tally.core import StoredEvent, lifecycle, parse_event
-from tally.simulator import WorldBuilder, WorldError
+from tally.simulator import Month, WorldBuilder, WorldError
 from tally.simulator.generator._recorder import Recorder, Tenant
+from tally.simulator.generator._soft_delete import RECLAIM_INTERVAL, reclaim
 from tally.simulator.oracle import resource_intervals
 from tally.simulator.world import World
 
@@ -31,7 +33,8 @@ Span = tuple[datetime, datetime | None, str, str, dict[str, Any]]
 
 def _recorder() -> tuple[Recorder, Tenant, Tenant]:
     b = WorldBuilder(cloud="os-sim", period_from=T0, period_to=T1)
-    rec = Recorder(b, {}, {"ssd": b.volume_type("ssd")})
+    flavors = {"m1.small": b.flavor("m1.small", vcpus=1, ram_mb=2048, disk_gb=20)}
+    rec = Recorder(b, flavors, {"ssd": b.volume_type("ssd")})
     donor = Tenant(b.project("donor"), "a" * 32, "classic", random.Random(1))
     taker = Tenant(b.project("taker"), "b" * 32, "classic", random.Random(2))
     return rec, donor, taker
@@ -173,3 +176,59 @@ def test_volume_statuses_a_volume_rests_in_are_states_of_the_world() -> None:
     offered.change(T0 + 2 * H)
     with pytest.raises(WorldError, match="transition 'awaiting-transfer' is not one the platform shows"):
         b.build()
+
+
+SMALL = {"vcpus": 1, "ram_gb": 2, "disk_gb": 20, "flavor": "m1.small"}
+
+
+def test_a_soft_deleted_server_rests_restorable_until_its_restore_or_its_reclaim() -> None:
+    rec, owner, _ = _recorder()
+    rng = random.Random(7)
+    kept = rec.boot(owner, "m1.small", T0 + H, "kept", "compute-01", rng)
+    gone = rec.boot(owner, "m1.small", T0 + H, "gone", "compute-01", rng)
+    soft = rec.soft_delete(kept, T0 + 5 * H, rng)
+    back = rec.restore(kept, T0 + 9 * H, rng)
+    gone_soft = rec.soft_delete(gone, T0 + 5 * H, rng)
+    reclaimed = reclaim(rec, gone, gone_soft + RECLAIM_INTERVAL, rng)
+    world = _month(rec)
+    spans = _oracle(world, kept.rid)
+    # One history through the restore: the same server, active again, never deleted.
+    assert [(start, end, state) for start, end, state, _, _ in spans[1:]] == [
+        (soft, back, "soft_deleted"),
+        (back, T1, "active"),
+    ]
+    assert spans[0][1:] == (soft, "active", owner.project.id, SMALL)
+    assert _collected(rec, kept.rid) == spans
+    # Nova's reclaim, the interval after the soft delete, is the delete: the soft_deleted span ends there.
+    (_, (start, end, state, _, _)) = _oracle(world, gone.rid)
+    assert (start, end, state) == (gone_soft, reclaimed, "soft_deleted")
+    assert end - start >= RECLAIM_INTERVAL
+    assert _collected(rec, gone.rid) == _oracle(world, gone.rid)
+
+
+def test_the_month_soft_deletes_servers_to_each_fate_and_rests_attached_volumes_in_use(july: Month) -> None:
+    """The workload the fake rehearses seed 001 with: soft deletes restored, reclaimed by nova after the
+    interval, or still restorable at the month's end; volumes in-use while attached; a hidden image."""
+    world = july.world
+    fates: dict[str, int] = {"restored": 0, "reclaimed": 0, "restorable": 0}
+    for server in world.of_type("instance"):
+        intervals = resource_intervals(world, server)
+        soft = [n for n, i in enumerate(intervals) if i.state == "soft_deleted"]
+        if not soft:
+            continue
+        rest = intervals[soft[0]]
+        if soft[0] + 1 < len(intervals):
+            assert intervals[soft[0] + 1].state == "active"
+            fates["restored"] += 1
+        elif server.terminated_at is not None:
+            assert rest.end == server.terminated_at and rest.end - rest.start >= RECLAIM_INTERVAL
+            fates["reclaimed"] += 1
+        else:
+            assert server.alive_at(world.period_to)
+            fates["restorable"] += 1
+    assert all(fates.values()), fates
+    in_use = [
+        v for v in world.of_type("volume") if any(i.state == "in-use" for i in resource_intervals(world, v))
+    ]
+    assert in_use
+    assert any(image.hidden for image in world.of_type("image"))
