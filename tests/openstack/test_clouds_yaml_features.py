@@ -2,8 +2,9 @@
 
 Every row is resolved by Tally's rules (seed 000) and handed to openstacksdk/keystoneauth1, as a
 run does, up to the session: the auth plugin keystoneauth1 loaded, the TLS trust and client
-certificate, the endpoints (overrides), the region and interface, or the one-line refusal. Nothing
-here talks to a cloud: ``tests/reconcile/test_sync_auth.py`` does, for the plugins the fake serves.
+certificate, the endpoints (overrides, else the token's catalog for the region and interface), the
+region and interface, or the one-line refusal. Nothing here talks to a cloud:
+``tests/reconcile/test_sync_auth.py`` does, for the plugins the fake serves.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 import trustme
 import yaml
-from keystoneauth1 import loading
+from keystoneauth1 import access, loading
 
 from tally.openstack import resolve_cloud
 from tally.openstack._keystone import Grant, _session_blocking
@@ -450,3 +451,74 @@ def test_a_clouds_yaml_feature_reaches_the_session(
         assert grant.cloud.region.get_interface(service) == interface
     if row.region is not None:
         assert grant.cloud.region_name == row.region
+
+
+def _catalog() -> Any:
+    """A token's catalog as keystone sends it: each service in two regions at three interfaces."""
+    services = ("compute", "image", "volumev3")
+    catalog = [
+        {
+            "type": service,
+            "endpoints": [
+                {"interface": i, "region": r, "region_id": r, "url": f"https://{service}.{r}.{i}/"}
+                for r in ("RegionOne", "RegionTwo")
+                for i in ("public", "internal", "admin")
+            ],
+        }
+        for service in services
+    ]
+    token = {
+        "catalog": catalog,
+        "project": {"id": "p1"},
+        "methods": ["password"],
+        "expires_at": "2099-01-01T00:00:00Z",
+    }
+    return access.create(body={"token": token}, auth_token="t").service_catalog
+
+
+ENDPOINT_ROWS = (
+    Row(
+        "region_name",
+        password(region_name="RegionTwo"),
+        endpoints={"compute": "https://compute.RegionTwo.public"},
+    ),
+    Row(
+        "interface",
+        password(region_name="RegionOne", interface="internal"),
+        endpoints={
+            "compute": "https://compute.RegionOne.internal",
+            "image": "https://image.RegionOne.internal",
+        },
+    ),
+    Row(
+        "per-service interface",
+        password(region_name="RegionOne", compute_interface="admin"),
+        endpoints={"compute": "https://compute.RegionOne.admin", "image": "https://image.RegionOne.public"},
+    ),
+    Row(
+        "OS_REGION_NAME and OS_INTERFACE",
+        password(regions=["RegionOne", "RegionTwo"], region_name="RegionOne"),
+        endpoints={"compute": "https://compute.RegionTwo.internal"},
+        env={"OS_REGION_NAME": "RegionTwo", "OS_INTERFACE": "internal"},
+    ),
+    Row(
+        "cinder registered as volumev3",
+        password(region_name="RegionTwo"),
+        endpoints={"block-storage": "https://volumev3.RegionTwo.public"},
+    ),
+    Row(
+        "an override beats the catalog",
+        password(region_name="RegionTwo", image_endpoint_override="https://glance.internal/"),
+        endpoints={"image": "https://glance.internal", "compute": "https://compute.RegionTwo.public"},
+    ),
+)
+
+
+@pytest.mark.parametrize("row", ENDPOINT_ROWS, ids=[r.name for r in ENDPOINT_ROWS])
+def test_a_listing_endpoint_is_the_catalogs_for_the_entry_region_and_interface(
+    row: Row, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grant = _open(row, home, monkeypatch)
+    grant._catalog = _catalog()  # what keystone's token answer sets (``Grant.fetch``)
+    for service, url in row.endpoints.items():
+        assert grant.endpoint(service) == url
