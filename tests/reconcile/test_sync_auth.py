@@ -7,12 +7,15 @@ credential by id and by name; token and v3token) run a whole sync; a plugin it c
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+from anyio.abc import TaskStatus
+from quart import Quart, request
 from reconcile_support import T0, Harness, minutes, open_harness
 from test_sync_failures import world_with_everything
 
@@ -20,7 +23,13 @@ from tally.openstack import resolve_cloud
 from tally.openstack._keystone import authenticate, listing_client
 from tally.openstack._listing import get_json
 from tally.reconcile import Status
-from tally.simulator.fakecloud import ADMIN_PASSWORD, ADMIN_PROJECT, ADMIN_USER
+from tally.simulator.fakecloud import (
+    ADMIN_PASSWORD,
+    ADMIN_PROJECT,
+    ADMIN_USER,
+    FakeCloudState,
+    serve_fake_cloud,
+)
 from tally.store import Store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)]
@@ -161,3 +170,39 @@ async def test_a_token_refused_with_401_is_replaced_once(store: Store, tmp_path:
         assert [len(body["servers"]) for body in bodies] == [1] * 5
         assert grant.token != first
         assert list(h.state.accounts.tokens) == [grant.token]  # one new token, not one per request
+
+
+def serve_expiring_at_glance(
+    app: Quart, host: str, port: int, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED
+) -> Awaitable[None]:
+    """The fake served as usual, but the first glance request finds every token expired and keystone
+    down: a listing's 401 asks for a new token, and keystone refuses it."""
+    state: FakeCloudState = app.config["FAKE_CLOUD"]
+
+    @app.before_request
+    async def expire_at_glance() -> None:
+        if request.path.startswith("/image/") and "identity" not in state.faults.down:
+            state.accounts.tokens.clear()
+            state.faults.down.add("identity")
+
+    return serve_fake_cloud(app, host, port, task_status=task_status)
+
+
+async def test_a_new_token_keystone_refuses_mid_run_fails_the_listings_that_asked(
+    store: Store, tmp_path: Path
+) -> None:
+    async with open_harness(world_with_everything()[0], store, tmp_path, serve=serve_expiring_at_glance) as h:
+        outcome = await h.sync(T0 + minutes(60))
+        assert outcome.status is Status.FAILED
+        errors = (await h.run_row(outcome))["stats"]["errors"]
+        refusal = 'authenticating against the cloud "admin": Service Unavailable (HTTP 503)'
+        assert f"enumerating image: {refusal}" in errors, errors
+        # Each listing refused its token says so in the seed's words, and so does the size-name listing's
+        # own token request; the listings that had ended keep their types.
+        listings = ("server", "volume", "floating_ip", "image")
+        assert all(
+            e in {f"enumerating {name}: {refusal}" for name in listings}
+            or e == f"listing the size names of {h.cloud}: listing the volume types: {refusal}"
+            for e in errors
+        ), errors
+        assert "image" not in outcome.stats["complete_types"]

@@ -187,7 +187,9 @@ class OpenStackAdapter:
             progress.begin(listing)
             try:
                 await work()
-            except (ListingFailed, EndpointMissing, ListingInvalid) as exc:
+            except (ListingFailed, EndpointMissing, ListingInvalid, RunAborted) as exc:
+                # RunAborted: keystone refused the new token a 401 asked for. The types already listed
+                # stand; this one is incomplete, as for any failure of its listing.
                 out.fail(resource_type, listing, exc)
             # Not on cancellation: a listing the budget cut off stays in the record the error is written from.
             progress.end(listing)
@@ -352,7 +354,7 @@ class OpenStackAdapter:
                         convert=volume_type_name,
                         params={"is_public": "None"},
                     )
-                except (ListingFailed, EndpointMissing, ListingInvalid) as exc:
+                except (ListingFailed, EndpointMissing, ListingInvalid, RunAborted) as exc:
                     raise SizeNamesFailed(f"listing the volume types: {exc}") from exc
         finally:
             progress.end("volume_type")

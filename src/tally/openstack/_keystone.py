@@ -10,7 +10,9 @@ and their TLS trust (``_tls``).
 keystoneauth1 is blocking (requests): each call to it runs in a worker thread
 bounded by what is left of the run's budget; a run cancelled by its budget
 abandons the thread rather than waiting for it. A token refused later with a 401
-(expired, revoked) is replaced once per token (``reauthenticate``).
+(expired, revoked) is replaced once per token (``reauthenticate``); keystone's
+refusal of the new one is ``RunAborted`` out of the request, which the listing
+that sent it reports as its own failure.
 """
 
 from __future__ import annotations
