@@ -2,12 +2,13 @@
 
 The plugins the fake's keystone serves (password, with domains or a default domain; application
 credential by id and by name; token and v3token) run a whole sync; a plugin it cannot serve
-(v3totp) is shown to reach keystone as keystoneauth1 built it. An expired token is replaced once.
+(v3totp) is shown to reach keystone as keystoneauth1 built it. An expired token is replaced once; a new
+token keystone refuses fails the listings that asked for it, not the run's other types.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -172,37 +173,57 @@ async def test_a_token_refused_with_401_is_replaced_once(store: Store, tmp_path:
         assert list(h.state.accounts.tokens) == [grant.token]  # one new token, not one per request
 
 
-def serve_expiring_at_glance(
-    app: Quart, host: str, port: int, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED
-) -> Awaitable[None]:
-    """The fake served as usual, but the first glance request finds every token expired and keystone
-    down: a listing's 401 asks for a new token, and keystone refuses it."""
-    state: FakeCloudState = app.config["FAKE_CLOUD"]
+def serve_expiring_at(
+    first: Callable[[str], bool],
+) -> Callable[..., Awaitable[None]]:
+    """The fake served as usual, but the first request whose path ``first`` picks finds every token
+    expired and keystone down: its 401 asks for a new token, and keystone refuses it."""
 
-    @app.before_request
-    async def expire_at_glance() -> None:
-        if request.path.startswith("/image/") and "identity" not in state.faults.down:
-            state.accounts.tokens.clear()
-            state.faults.down.add("identity")
+    def serve(
+        app: Quart, host: str, port: int, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED
+    ) -> Awaitable[None]:
+        state: FakeCloudState = app.config["FAKE_CLOUD"]
 
-    return serve_fake_cloud(app, host, port, task_status=task_status)
+        @app.before_request
+        async def expire() -> None:
+            if first(request.path) and "identity" not in state.faults.down:
+                state.accounts.tokens.clear()
+                state.faults.down.add("identity")
+
+        return serve_fake_cloud(app, host, port, task_status=task_status)
+
+    return serve
+
+
+REFUSAL = 'authenticating against the cloud "admin": Service Unavailable (HTTP 503)'
 
 
 async def test_a_new_token_keystone_refuses_mid_run_fails_the_listings_that_asked(
     store: Store, tmp_path: Path
 ) -> None:
-    async with open_harness(world_with_everything()[0], store, tmp_path, serve=serve_expiring_at_glance) as h:
+    serve = serve_expiring_at(lambda path: path.startswith("/image/"))
+    async with open_harness(world_with_everything()[0], store, tmp_path, serve=serve) as h:
         outcome = await h.sync(T0 + minutes(60))
         assert outcome.status is Status.FAILED
         errors = (await h.run_row(outcome))["stats"]["errors"]
-        refusal = 'authenticating against the cloud "admin": Service Unavailable (HTTP 503)'
-        assert f"enumerating image: {refusal}" in errors, errors
+        assert f"enumerating image: {REFUSAL}" in errors, errors
         # Each listing refused its token says so in the seed's words, and so does the size-name listing's
         # own token request; the listings that had ended keep their types.
         listings = ("server", "volume", "floating_ip", "image")
         assert all(
-            e in {f"enumerating {name}: {refusal}" for name in listings}
-            or e == f"listing the size names of {h.cloud}: listing the volume types: {refusal}"
+            e in {f"enumerating {name}: {REFUSAL}" for name in listings}
+            or e == f"listing the size names of {h.cloud}: listing the volume types: {REFUSAL}"
             for e in errors
         ), errors
         assert "image" not in outcome.stats["complete_types"]
+
+
+async def test_a_new_token_keystone_refuses_for_the_volume_types_fails_the_size_names_only(
+    store: Store, tmp_path: Path
+) -> None:
+    serve = serve_expiring_at(lambda path: path.endswith("/types"))
+    async with open_harness(world_with_everything()[0], store, tmp_path, serve=serve) as h:
+        outcome = await h.sync(T0 + minutes(60))
+        errors = (await h.run_row(outcome))["stats"]["errors"]
+        assert errors == [f"listing the size names of {h.cloud}: listing the volume types: {REFUSAL}"]
+        assert outcome.stats["created"] == 4  # every type observed and booked
