@@ -1,4 +1,5 @@
-"""The budget bounds a run, not its requests: a slow page waits, and a run cut off names every listing."""
+"""The budget bounds a run, not its requests: a slow page or keystone waits, and a run cut off names every
+listing."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from reconcile_support import T0, minutes, open_harness
 from test_sync_failures import world_with_everything
 
-from tally.openstack import _listing
+from tally.openstack import _keystone, _listing
 from tally.reconcile import Status
 from tally.simulator.fakecloud import FakeCloudState
 from tally.store import Store
@@ -53,3 +54,20 @@ async def test_a_slow_page_inside_the_budget_is_waited_for(
         outcome = await h.sync(T0 + minutes(60))
         assert outcome.status is Status.COMPLETED, (await h.run_row(outcome))["stats"]["errors"]
         assert "image" in outcome.stats["complete_types"]
+
+
+async def test_a_slow_keystone_inside_the_budget_is_waited_for(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world, _ = world_with_everything()
+
+    def slow_keystone(state: FakeCloudState) -> None:
+        state.faults.slow["identity"] = 1.0
+
+    # As for a listing: keystone's answer is waited for as long as the budget allows, whatever the bounds.
+    monkeypatch.setattr(_keystone, "CONNECT_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(_listing, "UNBUDGETED_S", 0.3)
+    async with open_harness(world, store, tmp_path, prepare=slow_keystone) as h:
+        h.budget_s = 15.0
+        outcome = await h.sync(T0 + minutes(60))
+        assert outcome.status is Status.COMPLETED, (await h.run_row(outcome))["stats"]["errors"]
