@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable
 from pathlib import Path
 
 import anyio
 import pytest
 import yaml
+from anyio.abc import TaskStatus
+from quart import Quart, Response, request
 from reconcile_support import T0, builder, minutes, open_harness
 
 from tally.daemon.cli import main
+from tally.simulator.fakecloud import serve_fake_cloud
 from tally.store import Store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)]
@@ -114,3 +118,29 @@ async def test_check_cloud_finds_a_credential_missing_an_access_rule(
         out = capsys.readouterr().out
         assert "FINDING  access rules: block-storage GET /**/types answered 401" in out
         assert "ok       probe" in out
+
+
+async def test_check_cloud_reports_an_answer_that_is_no_listing_in_one_line(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def serve_floating_ips_as_a_list(
+        app: Quart, host: str, port: int, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED
+    ) -> Awaitable[None]:
+        @app.before_request
+        async def not_a_listing() -> Response | None:
+            # What a proxy in front of neutron might answer: JSON, 200, but no floatingips member.
+            return (
+                Response("[]", content_type="application/json")
+                if request.path.endswith("/floatingips")
+                else None
+            )
+
+        return serve_fake_cloud(app, host, port, task_status=task_status)
+
+    async with open_harness(builder().build(), store, tmp_path, serve=serve_floating_ips_as_a_list) as h:
+        h.at(T0 + minutes(60))
+        configure(monkeypatch, tmp_path, h.cloud)
+        assert await run_cli("check-cloud", h.cloud) == 1
+        captured = capsys.readouterr()
+        assert "FINDING  network: the answer has no floatingips list\n" in captured.out
+        assert "Traceback" not in captured.err

@@ -113,7 +113,12 @@ async def _reach(
         except (EndpointMissing, ListingFailed) as exc:
             report.findings.append(f"{service}: {exc}")
             continue
-        projects = _projects(body.get(key) or [], owner) - {grant.project_id}
+        items = body.get(key) if isinstance(body, dict) else None
+        if not isinstance(items, list):
+            # A proxy's or a wrong endpoint's JSON: a finding like any other answer that is no listing.
+            report.findings.append(f"{service}: the answer has no {key} list")
+            continue
+        projects = _projects(items, owner) - {grant.project_id}
         if projects:
             report.ok.append(f"{service}: sees {len(projects)} project(s) beyond its own")
         else:
