@@ -73,8 +73,9 @@ class VolumeType:
 class Segment:
     """The facts of one resource over ``[start, end)``; ``end`` is ``None`` only on an open last span.
 
-    ``state`` is Tally's canonical state (see :data:`STATES`). ``transition`` is the platform's
-    in-flight marker for the span (see :data:`TRANSITIONS`), ``None`` when the resource rests.
+    ``state`` is Tally's canonical state (see :data:`STATES` in ``_rules``). ``transition`` is the
+    platform's in-flight marker for the span (see :data:`TRANSITIONS` in ``_rules``), ``None`` when the
+    resource rests.
     Size facts by type: instance ``flavor_id``; volume ``size_gb`` and ``volume_type_id``;
     floating_ip ``address``; image ``size_bytes`` (``None`` until data is uploaded);
     loadbalancer ``listeners`` and ``pools`` (counts). ``attached_to`` is the server a volume
