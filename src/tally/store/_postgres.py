@@ -6,24 +6,13 @@ that takes the per-key transaction advisory locks, one that reads the rows,
 one upsert of the folded rows. The fold itself runs in Python with the pure
 core functions.
 
-The sync lock of a cloud is the session advisory lock (oid of ``sync_lock_keys``,
-the cloud's key in it), held on a dedicated connection (never a pooled one) for
-the run: it lives in the database, so it holds across replicas, and a holder that
-dies takes it with its session. The key is a number the table hands each cloud
-name once, so two clouds never share a lock (a hash of the name could: hashtext
-is 32 bits); the table's oid keeps apart the clouds of two Tally schemas in one
-database, which share the advisory locks. A session lock rather than a row lock
-held by a transaction, because a row lock needs a transaction id, which holds back
-vacuum for the length of the run. The holder releases it with
-``pg_advisory_unlock`` before closing the connection: a closed connection's locks
-go only once its server process has exited, a moment later, and a sync started
-in that moment would find the lock held.
+The sync lock of a cloud is a session advisory lock on a connection of its own
+(``_pg_sync_lock``).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -31,7 +20,6 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-import anyio
 import orjson
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -52,18 +40,16 @@ from ._interface import (
     Page,
     ResourceFilter,
     StoreError,
-    SyncLockHeld,
 )
 from ._migrations import Migration
 from ._pg_pages import EVENT_JSON_SELECT, ROW_JSON_SELECT, events_json_page, resources_json_page
+from ._pg_sync_lock import hold_sync_lock
 from ._pool_wait import pooled_connection
 from ._seam import Tx
 from ._sql import SqlStore
 from ._sql_ingest import plan_fold
 from ._sql_text import FOLD_ROW_COLUMNS, ROW_COLUMNS, canonical_json, key_order, loads_json, select_list
 from ._usage_sql import UsageReads
-
-log = logging.getLogger(__name__)
 
 _MIGRATION_LOCK = 0x7A11_0001
 
@@ -560,59 +546,5 @@ class PostgresStore(UsageReads, SqlStore):
         await tx.conn.execute(_UPSERT_ROWS, _row_columns(rows))
 
     # -- the sync lock --------------------------------------------------------------------------------
-    @asynccontextmanager
-    async def sync_lock(self, cloud: str) -> AsyncIterator[None]:
-        conn = await psycopg.AsyncConnection.connect(
-            self._url, autocommit=True, application_name=f"tally sync lock {cloud}"
-        )
-        try:
-            key = await _take_sync_lock(conn, cloud)
-            try:
-                yield
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await _release_sync_lock(conn, cloud, key)
-        finally:
-            # Shielded: a cancelled holder would otherwise skip the close and leave the connection, and
-            # with it a lock taken by a cancelled take, to the garbage collector.
-            with anyio.CancelScope(shield=True):
-                await conn.close()
-
-
-# The two int4 keys of a cloud's lock: the oid of sync_lock_keys as the int4 of the same 32 bits (so
-# pg_locks shows it as the classid) and the cloud's key. The two-key locks are a space apart from the
-# one-key locks of the projection and the migrations.
-_ADD_SYNC_LOCK_KEY = """
-INSERT INTO sync_lock_keys (cloud) SELECT %s WHERE NOT EXISTS (SELECT 1 FROM sync_lock_keys WHERE cloud = %s)
-ON CONFLICT (cloud) DO NOTHING
-"""
-_TRY_SYNC_LOCK = """
-SELECT s.space, s.key, pg_try_advisory_lock(s.space, s.key)
-FROM (SELECT tableoid::bigint::bit(32)::integer AS space, key FROM sync_lock_keys WHERE cloud = %s) AS s
-"""
-
-
-async def _take_sync_lock(conn: psycopg.AsyncConnection[Any], cloud: str) -> tuple[int, int]:
-    """Take ``cloud``'s lock on ``conn`` (giving the cloud its key first if it has none); its two keys."""
-    # One round trip. The read takes its snapshot after the insert has returned, and the insert waits
-    # for a concurrent adder of the same cloud to commit, so the read sees the key row whoever added it.
-    # NOT EXISTS first, because ON CONFLICT alone would spend a number of the identity on every run.
-    async with conn.pipeline():
-        await conn.execute(_ADD_SYNC_LOCK_KEY, [cloud, cloud])
-        cursor = await conn.execute(_TRY_SYNC_LOCK, [cloud])
-    row = await cursor.fetchone()
-    if row is None:
-        raise StoreError(f"cloud {cloud!r} has no row in sync_lock_keys: was the table edited by hand?")
-    if not row[2]:
-        raise SyncLockHeld(cloud)
-    return int(row[0]), int(row[1])
-
-
-async def _release_sync_lock(conn: psycopg.AsyncConnection[Any], cloud: str, key: tuple[int, int]) -> None:
-    """Release the lock at once; the connection is idle here, since the holder's work never uses it."""
-    try:
-        await conn.execute("SELECT pg_advisory_unlock(%s, %s)", list(key))
-    except psycopg.Error as exc:
-        # The session is gone (the server restarted, or ended it), and its lock with it: another run may
-        # have taken the cloud before this one finished.
-        log.warning("sync lock lost with its connection before the run ended cloud=%s: %s", cloud, exc)
+    def sync_lock(self, cloud: str) -> AbstractAsyncContextManager[None]:
+        return hold_sync_lock(self._url, cloud)
