@@ -139,3 +139,26 @@ async def test_the_sync_route_answers_500_and_keeps_the_reason_in_the_row(
             (run,) = await store.list_sync_runs(cloud)
             assert run["status"] == "failed"
             assert run["stats"]["errors"] == [f'authenticating against the cloud "{name}": {reason}']
+
+
+async def test_an_unknown_profile_is_named_not_taken_for_a_missing_auth_url(
+    store: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    async with open_harness(builder().build(), store, tmp_path) as h:
+        h.add_clouds_yaml_entry("profiled", {"profile": "no-such-profile", "auth": {"username": "tally-sync"}})
+        public = h.clouds_yaml.with_name("clouds-public.yaml")
+        line = (
+            f'resolving the clouds.yaml entry "profiled" in {h.clouds_yaml}: the profile "no-such-profile" '
+            f"is neither in {public} nor one of openstacksdk's vendor profiles"
+        )
+        outcome = await h.sync(T0 + minutes(60), entry=h.entry_for("profiled"))
+        assert outcome.status is Status.FAILED
+        assert (await h.run_row(outcome))["stats"]["errors"] == [line]
+        configure(monkeypatch, tmp_path, h.cloud, "profiled")
+        assert await run_cli("check-cloud", h.cloud) == 1
+        captured = capsys.readouterr()
+        assert captured.out == f"FINDING  token: {line}\n"
+        assert "Traceback" not in captured.err

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from typing import Any
 import yaml
 from openstack.config.cloud_region import CloudRegion
 from openstack.config.loader import OpenStackConfig
+from openstack.config.vendors import get_profile
 
 from tally.reconcile import RunAborted
 
@@ -153,12 +155,13 @@ def plugin_reason(exc: Exception) -> object:
     return "Auth plugin requires parameters which were not given: " + ", ".join(names)
 
 
-def _check_yaml(path: Path, key: str, *, optional: bool = False) -> None:
-    """Raise for a file openstacksdk would skip in silence (unreadable, not YAML, no ``key`` mapping),
-    so an entry is not reported missing from a file that was never read. An ``optional`` file (one
-    beside clouds.yaml) is named in its error: the refusal names clouds.yaml, not the file at fault."""
+def _check_yaml(path: Path, key: str, *, optional: bool = False) -> Mapping[str, Any]:
+    """The ``key`` mapping of ``path`` (empty for an absent ``optional`` file); raise for a file
+    openstacksdk would skip in silence (unreadable, not YAML, no ``key`` mapping), so an entry is not
+    reported missing from a file that was never read. An ``optional`` file (one beside clouds.yaml) is
+    named in its error: the refusal names clouds.yaml, not the file at fault."""
     if optional and not path.is_file():
-        return
+        return {}
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -167,6 +170,21 @@ def _check_yaml(path: Path, key: str, *, optional: bool = False) -> None:
         raise ValueError(f"{path}: {exc}") from exc
     if not isinstance(document, Mapping) or not isinstance(document.get(key), Mapping):
         raise ValueError(f"{path} holds no {key} mapping")
+    found: Mapping[str, Any] = document[key]
+    return found
+
+
+def _check_profile(entry: object, public: Mapping[str, Any], public_path: Path) -> None:
+    """Raise for a ``profile:`` no file or built-in defines: openstacksdk only logs a warning and goes
+    on without it, so the refusal would be the misleading "not given: auth_url" of the missing defaults.
+    A profile named by a URL is fetched by openstacksdk and refused there."""
+    name = entry.get("profile") if isinstance(entry, Mapping) else None
+    if not isinstance(name, str) or name in public or urllib.parse.urlparse(name).netloc:
+        return
+    if get_profile(name) is None:
+        raise ValueError(
+            f'the profile "{name}" is neither in {public_path} nor one of openstacksdk\'s vendor profiles'
+        )
 
 
 def resolve_cloud(
@@ -187,9 +205,9 @@ def resolve_cloud(
     if env.get("OS_INTERFACE"):
         overrides["interface"] = env["OS_INTERFACE"]
     try:
-        _check_yaml(path, "clouds")
+        clouds = _check_yaml(path, "clouds")
         _check_yaml(secure, "clouds", optional=True)
-        _check_yaml(public, "public-clouds", optional=True)
+        _check_profile(clouds.get(os_cloud), _check_yaml(public, "public-clouds", optional=True), public)
         config = OpenStackConfig(
             config_files=[str(path)],
             secure_files=[str(secure)] if secure.is_file() else [],
