@@ -8,7 +8,8 @@ from itertools import pairwise
 from typing import Any
 
 import orjson
-from bench.scale import RECEIVED_LAG, ROW_COLUMNS, Stream
+from bench.scale import ROW_COLUMNS
+from bench.scale_stream import RECEIVED_LAG, Stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
