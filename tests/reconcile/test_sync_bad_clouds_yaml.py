@@ -64,6 +64,25 @@ def broken_entries(h: Harness, home: Path) -> dict[str, tuple[dict[str, Any], st
     }
 
 
+async def assert_refused_in_one_line(
+    h: Harness,
+    name: str,
+    line: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Entry ``name``'s sync fails with ``line`` as its one error, and check-cloud exits 1 printing it."""
+    outcome = await h.sync(T0 + minutes(60), entry=h.entry_for(name))
+    assert outcome.status is Status.FAILED
+    assert (await h.run_row(outcome))["stats"]["errors"] == [line], name
+    configure(monkeypatch, tmp_path, h.cloud, name)
+    assert await run_cli("check-cloud", h.cloud) == 1
+    captured = capsys.readouterr()
+    assert captured.out == f"FINDING  token: {line}\n"
+    assert "Traceback" not in captured.err
+
+
 async def test_a_broken_entry_fails_its_sync_and_its_check_in_one_line(
     store: Store,
     tmp_path: Path,
@@ -80,14 +99,7 @@ async def test_a_broken_entry_fails_its_sync_and_its_check_in_one_line(
             h.add_clouds_yaml_entry(name, entry)
         for name, (_, reason) in broken.items():
             line = f'authenticating against the cloud "{name}": {reason}'
-            outcome = await h.sync(T0 + minutes(60), entry=h.entry_for(name))
-            assert outcome.status is Status.FAILED
-            assert (await h.run_row(outcome))["stats"]["errors"] == [line], name
-            configure(monkeypatch, tmp_path, h.cloud, name)
-            assert await run_cli("check-cloud", h.cloud) == 1
-            captured = capsys.readouterr()
-            assert captured.out == f"FINDING  token: {line}\n"
-            assert "Traceback" not in captured.err
+            await assert_refused_in_one_line(h, name, line, tmp_path, monkeypatch, capsys)
 
 
 async def test_a_clouds_yaml_that_is_no_yaml_fails_every_entry_naming_it(
@@ -154,11 +166,4 @@ async def test_an_unknown_profile_is_named_not_taken_for_a_missing_auth_url(
             f'resolving the clouds.yaml entry "profiled" in {h.clouds_yaml}: the profile "no-such-profile" '
             f"is neither in {public} nor one of openstacksdk's vendor profiles"
         )
-        outcome = await h.sync(T0 + minutes(60), entry=h.entry_for("profiled"))
-        assert outcome.status is Status.FAILED
-        assert (await h.run_row(outcome))["stats"]["errors"] == [line]
-        configure(monkeypatch, tmp_path, h.cloud, "profiled")
-        assert await run_cli("check-cloud", h.cloud) == 1
-        captured = capsys.readouterr()
-        assert captured.out == f"FINDING  token: {line}\n"
-        assert "Traceback" not in captured.err
+        await assert_refused_in_one_line(h, "profiled", line, tmp_path, monkeypatch, capsys)
