@@ -160,7 +160,8 @@ async def test_an_unknown_profile_is_named_not_taken_for_a_missing_auth_url(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     async with open_harness(builder().build(), store, tmp_path) as h:
-        h.add_clouds_yaml_entry("profiled", {"profile": "no-such-profile", "auth": {"username": "tally-sync"}})
+        entry = {"profile": "no-such-profile", "auth": {"username": "tally-sync"}}
+        h.add_clouds_yaml_entry("profiled", entry)
         public = h.clouds_yaml.with_name("clouds-public.yaml")
         line = (
             f'resolving the clouds.yaml entry "profiled" in {h.clouds_yaml}: the profile "no-such-profile" '
