@@ -9,29 +9,15 @@ reason that names the database, not a busy pool; once it is back the pool connec
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
+from contextlib import AsyncExitStack
 
 import psycopg
 import pytest
 
-from tally.simulator.pg_node import PgNode, PgNodeUnavailable
+from tally.simulator.pg_node import PgNode
 from tally.store import ConnectionWaitTimeout, StoreUnavailable, SyncLockHeld, connection_deadline, open_store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
-
-
-@pytest.fixture
-def node(tmp_path: Path) -> Iterator[PgNode]:
-    try:
-        pg = PgNode(tmp_path / "pg")
-    except PgNodeUnavailable as exc:
-        pytest.skip(str(exc))
-    try:
-        pg.start()
-        yield pg
-    finally:
-        pg.stop(remove=True)
 
 
 async def test_a_session_ended_under_the_pool_fails_one_call_and_the_next_reconnects(
@@ -50,9 +36,27 @@ async def test_a_session_ended_under_the_pool_fails_one_call_and_the_next_reconn
         assert not (await store.schema_status()).behind
 
 
+async def test_after_a_lost_session_the_next_call_draws_no_other_dead_one(pg_schema_url: str) -> None:
+    """A restart kills every pooled session at once: the first call to find one dead fails, and has the
+    pool check the others, so the next call gets a live connection rather than the next dead one."""
+    async with open_store(pg_schema_url, max_conns=3) as store:
+        await store.migrate_up()
+        pids = []
+        async with AsyncExitStack() as stack:
+            for _ in range(3):
+                conn = await stack.enter_async_context(store._connection())  # type: ignore[attr-defined]
+                pids.append((await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0])
+        with psycopg.connect(pg_schema_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", [pids])
+        with pytest.raises(StoreUnavailable):
+            await store.schema_status()
+        assert not (await store.schema_status()).behind
+
+
 async def test_a_server_that_is_down_is_named_and_the_pool_connects_again_once_it_is_back(
-    node: PgNode,
+    pg_node: PgNode,
 ) -> None:
+    node = pg_node
     async with open_store(node.url(), max_conns=2) as store:
         await store.migrate_up()
         node.stop()

@@ -15,11 +15,14 @@ A wait also ends without a connection when the database does not answer (the poo
 connect fail, as while PostgreSQL restarts or fails over); the timeout's text then says so rather than
 blaming a busy pool. ``ConnectionWaitTimeout`` is a ``StoreUnavailable``, and so is a connection lost
 in the middle of the block (the server ended the session: a restart, a failover, an administrator):
-callers tell "the database is away, try later" from a fault by that one class.
+callers tell "the database is away, try later" from a fault by that one class. A lost session has
+the pool check its idle connections at once: after a restart every one of them is dead, and each would
+otherwise fail the next call that drew it.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
@@ -32,6 +35,8 @@ from prometheus_client import Counter, Histogram
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ._interface import StoreUnavailable
+
+log = logging.getLogger(__name__)
 
 CONNECTION_WAIT = Histogram(
     "tally_db_connection_wait_seconds",
@@ -129,4 +134,16 @@ async def pooled_connection(
             lost = lost_connection(exc, conn)
             if lost is None:
                 raise
+            await _check_the_others(pool)
             raise lost from exc
+
+
+async def _check_the_others(pool: AsyncConnectionPool[Any]) -> None:
+    """One session lost is likely all of them (the server restarted): have the pool try each idle
+    connection now and replace the dead ones, so the calls after this one do not each draw one of them
+    (a sync run caught by a restart then failed to record its end on the next). ``check`` takes them
+    all out first, so none is handed out meanwhile; a dead one fails at once."""
+    try:
+        await pool.check()
+    except Exception as exc:  # a closed pool, a check that failed: the lost session is the error to tell
+        log.info("pool check after a lost connection failed: %s", exc)
