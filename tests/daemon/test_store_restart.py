@@ -184,7 +184,8 @@ def test_postgresql_restarted_twice_under_a_running_daemon(
             api = Watch(
                 f"{daemon.url}/api/v1/resources?limit=1", {"Authorization": f"Bearer {token}"}, every_s=0.25
             )
-            watches = [ready, api]
+            health = Watch(f"{daemon.url}/healthz", timeout_s=5.0, every_s=0.5)
+            watches = [ready, api, health]
             rabbit_url = amqp_url.replace("amqp://", "rabbit://", 1)
             publisher = subprocess.Popen(
                 [sys.executable, str(PUBLISHER), rabbit_url, exchange, str(NOTIFICATIONS), str(RATE)],
@@ -263,6 +264,8 @@ def test_postgresql_restarted_twice_under_a_running_daemon(
     details = [s.store_detail() or "" for s in down]
     assert all("the database does not answer" in d or "connection was lost" in d for d in details), details
     assert after_restart < 15 and after_start < 15
+    # /healthz: alive throughout (it turns 503 only past TALLY_REPORTING_UNHEALTHY_THRESHOLD_S).
+    assert {s.status for s in health.samples} == {200}
     # The API: the documented 503 (never a 500) for a request whose session the server ended, or that
     # waited out the pool's 30 s; a request that waited less is answered once the node is back. A sync
     # asked for while the node is down does not start (503, at once); asked for after, it completes.
