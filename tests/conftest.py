@@ -3,6 +3,8 @@
 - ``pg_url``: a fresh, empty PostgreSQL database (unique name), dropped after the test.
 - ``pg_schema_url``: a fresh schema of one database shared by the run, dropped after the test.
 - ``pg_session_schema``: makes a schema of that database that lasts the whole run.
+- ``pg_node``: a PostgreSQL cluster of the test's own (``tally.simulator.pg_node``), started, to
+  restart, stop and start under what the test runs; removed after it.
 - ``amqp_url``: the RabbitMQ URL on a vhost this run made (``rabbitmqctl add_vhost``) and deletes at
   its end, so nothing another publisher sends on the broker reaches a test; tests still use unique
   exchange and queue names within it. ``TALLY_TEST_AMQP_URL`` names the broker (default the machine's,
@@ -23,10 +25,13 @@ import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 import psycopg
 import pytest
+
+from tally.simulator.pg_node import PgNode, PgNodeUnavailable
 
 PG_ADMIN_URL = os.environ.get("TALLY_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 AMQP_URL = os.environ.get("TALLY_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
@@ -68,6 +73,23 @@ def pg_url() -> Iterator[str]:
     """URL of a new empty database on the machine's PostgreSQL; dropped (forcibly) after the test."""
     with _fresh_database("tally_test") as url:
         yield url
+
+
+@pytest.fixture
+def pg_node(tmp_path: Path) -> Iterator[PgNode]:
+    """A PostgreSQL node of this test's own, started (its ``url()`` reaches the superuser ``postgres``);
+    stopped and removed after the test. Without ``initdb`` and ``pg_ctl`` the test skips (fails in CI)."""
+    try:
+        node = PgNode(tmp_path / "pg")
+    except PgNodeUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    try:
+        node.start()
+        yield node
+    finally:
+        node.stop(remove=True)
 
 
 @pytest.fixture(autouse=True)

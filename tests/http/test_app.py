@@ -7,7 +7,7 @@ import logging
 import pytest
 from http_support import ADMIN, READER, Api, build_api
 
-from tally.store import Store
+from tally.store import Store, StoreUnavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -64,6 +64,34 @@ async def test_a_failure_inside_is_500_without_detail_and_logged_with_the_reques
         "status": 500,
     }
     assert any("request_id=req-500" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_database_that_does_not_answer_is_503_with_retry_after_and_no_traceback(
+    store: Store, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the PostgreSQL store raises while its server restarts or fails over (a lost session, no
+    connection within the pool's wait): the client is told to try again, the log gets one line."""
+    api = await build_api(store)
+
+    async def away() -> None:
+        raise StoreUnavailable("the database connection was lost: terminating connection")
+
+    monkeypatch.setattr(store, "list_resource_types", away)
+    with caplog.at_level(logging.WARNING, logger="tally.http._app"):
+        response = await api.client.get(
+            "/api/v1/resource-types", headers={**api.bearer(READER), "X-Request-ID": "req-503"}
+        )
+    assert response.status_code == 503
+    assert response.headers["Retry-After"] == "5"
+    assert await response.get_json() == {
+        "type": "urn:tally:error:unavailable",
+        "title": "Service unavailable",
+        "status": 503,
+        "detail": "the database does not answer; nothing of this request was stored: try again",
+    }
+    [line] = [r for r in caplog.records if r.name == "tally.http._app"]
+    assert line.levelno == logging.WARNING and line.exc_info is None
+    assert "store unavailable request_id=req-503" in line.getMessage()
 
 
 async def test_openapi_document_lists_every_route(api: Api) -> None:

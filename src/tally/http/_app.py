@@ -4,7 +4,9 @@ Every route is an ``Operation`` (see ``_contract``); the app binds each to a
 view that authenticates, validates the query and body, and calls the handler.
 Every answer carries ``X-Request-ID`` (the caller's is kept when it is sane),
 every error is a problem document, and an unexpected exception is logged with
-the request id and answered 500 without any detail.
+the request id and answered 500 without any detail. A database that does not
+answer (``StoreUnavailable``: a restart, a failover, no connection within the
+pool's wait) is a 503 with ``Retry-After`` and one warning line, no traceback.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from quart import Quart, Response, g, request
 from werkzeug.exceptions import HTTPException
 
 from tally.core import bounded
+from tally.store import StoreUnavailable
 
 from . import (
     _routes_events,
@@ -44,6 +47,8 @@ from ._services import ReportingServices
 log = logging.getLogger(__name__)
 
 REQUEST_ID = "X-Request-ID"
+STORE_UNAVAILABLE = "the database does not answer; nothing of this request was stored: try again"
+RETRY_AFTER_S = 5
 _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,200}")
 MAX_REQUEST_BYTES = 64 * 1024 * 1024  # 1000 events of up to 64 KiB each
 MAX_PATH_SEGMENT = 512
@@ -186,6 +191,20 @@ def create_reporting_app(services: ReportingServices, *, extra_operations: Itera
         elif status < 500:
             detail = exc.description
         return problem_response(Problem(kind, detail, status=status, headers=headers))
+
+    @app.errorhandler(StoreUnavailable)
+    async def _store_away(exc: StoreUnavailable) -> Response:
+        # The database restarts, fails over or is out of connections: the client should try again, and
+        # the log needs one line, not a traceback. Nothing of the request's transaction was committed.
+        log.warning(
+            "store unavailable request_id=%s method=%s path=%s error=%s",
+            getattr(g, "request_id", "-"),
+            request.method,
+            request.path,
+            exc,
+        )
+        problem = Problem("unavailable", STORE_UNAVAILABLE, headers={"Retry-After": str(RETRY_AFTER_S)})
+        return problem_response(problem)
 
     @app.errorhandler(Exception)
     async def _unexpected(exc: Exception) -> Response:

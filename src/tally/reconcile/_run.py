@@ -48,6 +48,7 @@ from tally.store import (
     ConnectionWaits,
     ConnectionWaitTimeout,
     SizeName,
+    StoreUnavailable,
     SyncLockHeld,
     SyncReceipts,
     SyncRow,
@@ -204,13 +205,28 @@ async def run_sync(
             log.info("sync lock held cloud=%s", cloud)
             return SyncOutcome(RunStatus.LOCK_HELD, cloud)
         except ConnectionWaitTimeout as exc:
-            # Raised outside the run's work: reading the bound or inserting the row (no row then), or
-            # recording the end past FINISH_GRACE_S (the row then stays running).
+            # Raised outside the run's work: taking over, reading the bound or inserting the row (no row
+            # then).
             return _not_started(cloud, "connection", f"no database connection within the budget: {exc}")
+        except StoreUnavailable as exc:
+            # The database went away (a restart, a failover) before the run had its row: no connection
+            # for the lock, or one lost while taking over or inserting the row. Nothing to record.
+            return _database_away(cloud, str(exc))
         finally:
             _metrics.IN_PROGRESS.dec()
             if slots is not None:
                 slots.release()
+
+
+DATABASE_AWAY = "the database does not answer"
+
+
+def _database_away(cloud: str, detail: str) -> SyncOutcome:
+    """Not started; the outcome's reason (a request's 503, the cloud's health) without the database's
+    address, the log line with the error."""
+    _metrics.SYNC_RUNS.labels(cloud, "skipped").inc()
+    log.warning("sync not started cloud=%s reason=%s: %s", cloud, DATABASE_AWAY, detail)
+    return SyncOutcome(RunStatus.NOT_STARTED, cloud, None, {"errors": [DATABASE_AWAY], "error_count": 1})
 
 
 def _not_started(cloud: str, wait: str, reason: str) -> SyncOutcome:
@@ -273,9 +289,10 @@ async def _locked_run(
         except RunAborted as exc:
             stats.errors.append(str(exc))
         except Exception as exc:
-            # Our side broke (the store, the pipeline), or no connection came free within the budget
-            # (ConnectionWaitTimeout names that wait): still a recorded failure, never a silent one.
-            if not isinstance(exc, ConnectionWaitTimeout):
+            # Our side broke (the store, the pipeline), no connection came free within the budget
+            # (ConnectionWaitTimeout names that wait) or the database went away (StoreUnavailable, of
+            # which that is one; no traceback for either): still a recorded failure, never a silent one.
+            if not isinstance(exc, StoreUnavailable):
                 log.exception("sync crashed cloud=%s sync_run_id=%s", cloud, run_id)
             stats.errors.append(f"the run of {cloud} failed while {progress.current()}: {exc}")
     except BaseException:
@@ -289,8 +306,21 @@ async def _locked_run(
 async def _finish(store: SyncStore, cloud: str, run_id: str, stats: RunStats, began: float) -> SyncOutcome:
     status = RunStatus.FAILED if stats.errors else RunStatus.COMPLETED
     document = stats.to_json()
-    with connection_deadline(time.monotonic() + FINISH_GRACE_S):
-        await store.finish_sync_run(run_id, status.value, document, utc_now())
+    try:
+        with connection_deadline(time.monotonic() + FINISH_GRACE_S):
+            await store.finish_sync_run(run_id, status.value, document, utc_now())
+    except StoreUnavailable as exc:
+        # The database is away (or no connection came within the grace): the row stays running, and
+        # the next run that takes the cloud's lock fails it as one whose holder stopped.
+        stats.errors.append(f"the end of the run of {cloud} could not be recorded: {exc}")
+        log.warning(
+            "sync end not recorded cloud=%s sync_run_id=%s status=%s reason=%s",
+            cloud,
+            run_id,
+            status.value,
+            exc,
+        )
+        status, document = RunStatus.FAILED, stats.to_json()
     _metrics.SYNC_RUNS.labels(cloud, status.value).inc()
     _metrics.SYNC_DURATION.labels(cloud, status.value).observe(time.monotonic() - began)
     if stats.errors:

@@ -28,7 +28,7 @@ import anyio
 
 from tally.config import CloudEntry, Settings, load_clouds_config
 from tally.core import utc_now
-from tally.store import SyncLockHeld
+from tally.store import StoreUnavailable, SyncLockHeld
 
 from . import _metrics
 from ._adapter import Adapter, adapter_class, check_adapter_environments, validate_adapter_config
@@ -192,6 +192,9 @@ class SyncService:
                 await take_over(self._store, cloud)
         except SyncLockHeld:
             pass
+        except StoreUnavailable as exc:
+            # The next replica start, or a run on request, takes over instead.
+            log.warning("stale sync runs not checked cloud=%s reason=%s", cloud, exc)
 
     async def run(self, cloud: str, at: datetime | None) -> RunnerOutcome:
         """The HTTP route's call: raises ``UnknownCloud`` (404), ``SyncAlreadyRunning`` (409) or

@@ -32,6 +32,7 @@ from ._interface import SchemaStatus as SchemaStatus
 from ._interface import SizeName as SizeName
 from ._interface import Store as Store
 from ._interface import StoreError as StoreError
+from ._interface import StoreUnavailable as StoreUnavailable
 from ._interface import SyncLockHeld as SyncLockHeld
 from ._interface import SyncReceipts as SyncReceipts
 from ._interface import SyncRow as SyncRow
@@ -91,6 +92,7 @@ __all__ = [
     "SizeName",
     "Store",
     "StoreError",
+    "StoreUnavailable",
     "SyncLockHeld",
     "SyncReceipts",
     "SyncRow",

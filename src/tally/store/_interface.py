@@ -51,6 +51,7 @@ from ._records import RuleViolation as RuleViolation
 from ._records import SchemaStatus as SchemaStatus
 from ._records import SizeName as SizeName
 from ._records import StoreError as StoreError
+from ._records import StoreUnavailable as StoreUnavailable
 from ._records import SyncLockHeld as SyncLockHeld
 from ._records import SyncReceipts as SyncReceipts
 from ._records import SyncRow as SyncRow

@@ -3,7 +3,10 @@
 The sync lock of a cloud is the session advisory lock (oid of ``sync_lock_keys``,
 the cloud's key in it), held on a dedicated connection (never a pooled one) for
 the run: it lives in the database, so it holds across replicas, and a holder that
-dies takes it with its session. The key is a number the table hands each cloud
+dies takes it with its session. So does a server that restarts or fails over: the
+holder's run goes on without the lock (its release logs "sync lock lost"). A
+database that does not answer when a run asks for the lock is ``StoreUnavailable``,
+never a held lock. The key is a number the table hands each cloud
 name once, so two clouds never share a lock (a hash of the name could: hashtext
 is 32 bits); the table's oid keeps apart the clouds of two Tally schemas in one
 database, which share the advisory locks. A session lock rather than a row lock
@@ -24,7 +27,8 @@ from typing import Any
 import anyio
 import psycopg
 
-from ._interface import StoreError, SyncLockHeld
+from ._interface import StoreError, StoreUnavailable, SyncLockHeld
+from ._pool_wait import lost_connection, one_line
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +37,20 @@ log = logging.getLogger(__name__)
 async def hold_sync_lock(url: str, cloud: str) -> AsyncIterator[None]:
     """Hold ``cloud``'s lock for the block on a connection of its own, opened from ``url``; raises
     ``SyncLockHeld`` at entry when another session holds it."""
-    conn = await psycopg.AsyncConnection.connect(
-        url, autocommit=True, application_name=f"tally sync lock {cloud}"
-    )
     try:
-        key = await _take_sync_lock(conn, cloud)
+        conn = await psycopg.AsyncConnection.connect(
+            url, autocommit=True, application_name=f"tally sync lock {cloud}"
+        )
+    except psycopg.OperationalError as exc:
+        raise StoreUnavailable(f"no connection for the sync lock of {cloud}: {one_line(exc)}") from exc
+    try:
+        try:
+            key = await _take_sync_lock(conn, cloud)
+        except psycopg.OperationalError as exc:
+            lost = lost_connection(exc, conn)
+            if lost is None:
+                raise
+            raise lost from exc
         try:
             yield
         finally:

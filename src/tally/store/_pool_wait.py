@@ -10,21 +10,33 @@ the store's methods need no extra argument.
 
 Every acquisition is counted in ``tally_db_connection_wait_seconds`` (no labels) and each timeout in
 ``tally_db_connection_wait_timeouts_total``: the pool's queue is visible whoever waited.
+
+A wait also ends without a connection when the database does not answer (the pool's attempts to
+connect fail, as while PostgreSQL restarts or fails over); the timeout's text then says so rather than
+blaming a busy pool. ``ConnectionWaitTimeout`` is a ``StoreUnavailable``, and so is a connection lost
+in the middle of the block (the server ended the session: a restart, a failover, an administrator):
+callers tell "the database is away, try later" from a fault by that one class. A lost session has
+the pool check its idle connections at once: after a restart every one of them is dead, and each would
+otherwise fail the next call that drew it.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from prometheus_client import Counter, Histogram
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from ._interface import StoreError
+from ._interface import StoreUnavailable
+
+log = logging.getLogger(__name__)
 
 CONNECTION_WAIT = Histogram(
     "tally_db_connection_wait_seconds",
@@ -37,8 +49,20 @@ CONNECTION_WAIT_TIMEOUTS = Counter(
 )
 
 
-class ConnectionWaitTimeout(StoreError):
+class ConnectionWaitTimeout(StoreUnavailable):
     """No pooled connection came free before the caller's deadline; the text names the wait."""
+
+
+def one_line(message: object) -> str:
+    """An error's text on one line (libpq's messages take several)."""
+    return " ".join(part.strip() for part in str(message).strip().splitlines() if part.strip())
+
+
+def lost_connection(exc: BaseException, conn: Any) -> StoreUnavailable | None:
+    """A ``StoreUnavailable`` for ``exc`` when it left ``conn`` closed (the session is gone), else None."""
+    if isinstance(exc, psycopg.OperationalError) and getattr(conn, "closed", False):
+        return StoreUnavailable(f"the database connection was lost: {one_line(exc)}")
+    return None
 
 
 @dataclass(slots=True)
@@ -72,8 +96,11 @@ def current_connection_waits() -> ConnectionWaits | None:
 
 
 @asynccontextmanager
-async def pooled_connection(pool: AsyncConnectionPool[Any], max_conns: int) -> AsyncIterator[Any]:
-    """A connection of ``pool`` for the block, waiting no longer than the context's deadline."""
+async def pooled_connection(
+    pool: AsyncConnectionPool[Any], max_conns: int, connect_failing: Callable[[], bool] = lambda: False
+) -> AsyncIterator[Any]:
+    """A connection of ``pool`` for the block, waiting no longer than the context's deadline.
+    ``connect_failing`` tells whether the pool's attempts to connect fail (no success since)."""
     waits = _CURRENT.get()
     timeout = None
     if waits is not None and waits.deadline is not None:
@@ -86,9 +113,12 @@ async def pooled_connection(pool: AsyncConnectionPool[Any], max_conns: int) -> A
             conn = await stack.enter_async_context(pool.connection(timeout=timeout))
         except PoolTimeout as exc:
             CONNECTION_WAIT_TIMEOUTS.inc()
+            if connect_failing():
+                why = "the database does not answer (the pool's connection attempts fail)"
+            else:
+                why = f"all {max_conns} of TALLY_REPORTING_DB_MAX_CONNS in use"
             raise ConnectionWaitTimeout(
-                f"waited {time.monotonic() - began:.1f} s for a database connection, all "
-                f"{max_conns} of TALLY_REPORTING_DB_MAX_CONNS in use"
+                f"waited {time.monotonic() - began:.1f} s for a database connection, {why}"
             ) from exc
         finally:
             waited = time.monotonic() - began
@@ -98,4 +128,22 @@ async def pooled_connection(pool: AsyncConnectionPool[Any], max_conns: int) -> A
                 waits.count += 1
                 waits.total_s += waited
                 waits.longest_s = max(waits.longest_s, waited)
-        yield conn
+        try:
+            yield conn
+        except psycopg.OperationalError as exc:
+            lost = lost_connection(exc, conn)
+            if lost is None:
+                raise
+            await _check_the_others(pool)
+            raise lost from exc
+
+
+async def _check_the_others(pool: AsyncConnectionPool[Any]) -> None:
+    """One session lost is likely all of them (the server restarted): have the pool try each idle
+    connection now and replace the dead ones, so the calls after this one do not each draw one of them
+    (a sync run caught by a restart then failed to record its end on the next). ``check`` takes them
+    all out first, so none is handed out meanwhile; a dead one fails at once."""
+    try:
+        await pool.check()
+    except Exception as exc:  # a closed pool, a check that failed: the lost session is the error to tell
+        log.info("pool check after a lost connection failed: %s", exc)

@@ -34,6 +34,12 @@ class UnsupportedStoreUrl(StoreError):
     """The URL names no backend we have (only ``sqlite:///path`` and ``postgresql://...``)."""
 
 
+class StoreUnavailable(StoreError):
+    """The database does not answer: no connection could be had, or the one in use was lost (the server
+    restarted, failed over, or ended the session). Nothing of the failed statement's transaction was
+    committed; the same call may work a moment later."""
+
+
 class SyncLockHeld(StoreError):
     """Another holder (any process, any replica) runs a sync of this cloud right now."""
 
