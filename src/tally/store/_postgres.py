@@ -42,6 +42,7 @@ from ._interface import (
     StoreError,
 )
 from ._migrations import Migration
+from ._page_windows import PartitionMonths, read_events_page
 from ._pg_pages import EVENT_JSON_SELECT, ROW_JSON_SELECT, events_json_page, resources_json_page
 from ._pg_sync_lock import hold_sync_lock
 from ._pool_wait import pooled_connection
@@ -395,6 +396,7 @@ class PostgresStore(UsageReads, SqlStore):
         # The pool's count of failed connection attempts when a connection last opened: more now means
         # every attempt since has failed (the database is away), which a wait that times out reports.
         self._errors_at_connect = 0
+        self._partition_months = PartitionMonths()
         self._pool: AsyncConnectionPool[psycopg.AsyncConnection[Any]] = AsyncConnectionPool(
             url,
             min_size=1,
@@ -451,11 +453,19 @@ class PostgresStore(UsageReads, SqlStore):
             cursor = await conn.execute(_pg(sql), list(params))
             return [tuple(r) for r in await cursor.fetchall()]
 
+    async def _events_page_recs(
+        self, filters: EventFilter, limit: int, after: EventKey | None, select: str
+    ) -> list[tuple[Any, ...]]:
+        def page_sql(window: EventFilter, rows: int, after: EventKey | None) -> tuple[str, list[Any]]:
+            return self.events_page_sql(window, rows, after, select=select)
+
+        months = await self._partition_months.get(self._fetch)
+        return await read_events_page(self._fetch, page_sql, months, filters, limit, after)
+
     async def list_events_json(
         self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
     ) -> Page[dict[str, Any], EventKey]:
-        sql = self.events_page_sql(filters, limit, after, select=EVENT_JSON_SELECT)
-        return events_json_page(await self._fetch(*sql), limit)
+        return events_json_page(await self._events_page_recs(filters, limit, after, EVENT_JSON_SELECT), limit)
 
     async def list_resources_json(
         self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None

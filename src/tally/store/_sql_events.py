@@ -87,12 +87,19 @@ class EventsSql(SqlBase):
         sql = f"SELECT {select} FROM events WHERE {where} ORDER BY timestamp, event_id LIMIT ?"
         return sql, [*params, limit + 1]
 
+    async def _events_page_recs(
+        self, filters: EventFilter, limit: int, after: EventKey | None, select: str
+    ) -> list[tuple[Any, ...]]:
+        """The rows of a page of ``limit`` events and one more when a next page exists (PostgreSQL's
+        partitioned table reads it a partition's range at a time: ``_page_windows``)."""
+        return await self._fetch(*self.events_page_sql(filters, limit, after, select=select))
+
     async def list_events(
         self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
     ) -> Page[StoredEvent, EventKey]:
         # One statement sees one snapshot: no transaction (on PostgreSQL a BEGIN and a COMMIT, two more
         # round trips per page).
-        recs = await self._fetch(*self.events_page_sql(filters, limit, after))
+        recs = await self._events_page_recs(filters, limit, after, EVENT_SELECT)
         items = [self._stored(r) for r in recs[:limit]]
         next_key = (items[-1].event.timestamp, items[-1].event.event_id) if len(recs) > limit else None
         return Page(items, next_key)

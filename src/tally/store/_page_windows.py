@@ -1,0 +1,87 @@
+"""An events page on the partitioned table, read one partition's range at a time.
+
+Why: PostgreSQL reads ``ORDER BY timestamp, event_id LIMIT n`` over monthly partitions with a Merge
+Append, which takes the first matching row of *every* partition the bounds leave before it returns
+one (an ordered Append, which stops once the page is full, needs the default partition pruned, and a
+lower bound alone never prunes it). A partition with many rows and none that match (a cloud filter, a
+month of another cloud's rows) is then read to its end for a page whose rows all lie in an earlier
+month: ``bench.scale`` measured a page p99 of 385 ms at 1.25 M events, against 8 ms on one heap. Read
+range by range, each statement touches one partition (or the default partition alone) and stops at
+the page's size, as the index scan of one heap does.
+
+``page_windows`` is pure: the ranges, in order, that cover ``[start, end)`` exactly, each within one
+month partition or within what no partition covers (the default partition's). Correct whatever the
+months given (a stale list only costs speed: each range is a bound of the statement, not a table).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
+from datetime import datetime
+from itertools import pairwise
+from typing import Any
+
+from ._interface import EventFilter, EventKey
+from ._partitions import PARENT, add_months, month_of
+
+Window = tuple[datetime | None, datetime | None]  # [lo, hi); None: unbounded
+
+
+def page_windows(months: Iterable[datetime], start: datetime | None, end: datetime | None) -> list[Window]:
+    """The ranges covering ``[start, end)`` in order, split at every month partition's bounds."""
+    cuts = sorted({cut for month in months for cut in (month, add_months(month, 1))})
+    cuts = [cut for cut in cuts if (start is None or cut > start) and (end is None or cut < end)]
+    bounds: list[datetime | None] = [start, *cuts, end]
+    return list(pairwise(bounds))
+
+
+Fetch = Callable[[str, Sequence[Any]], Awaitable[list[tuple[Any, ...]]]]
+PageSql = Callable[[EventFilter, int, EventKey | None], tuple[str, list[Any]]]
+
+# A partition made since is read as part of the range around it until the next read: correct, only
+# slower for that while (the daemon makes months ahead, so a new one holds no rows yet).
+MONTHS_REFRESH_S = 30.0
+_MONTHS_SQL = (
+    "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid "
+    f"WHERE i.inhparent = to_regclass('{PARENT}')"
+)
+
+
+class PartitionMonths:
+    """The months of the attached partitions of ``events`` (none on one table), read at most every
+    ``MONTHS_REFRESH_S``."""
+
+    def __init__(self) -> None:
+        self._months: tuple[datetime, ...] = ()
+        self._read_at = float("-inf")
+
+    async def get(self, fetch: Fetch) -> tuple[datetime, ...]:
+        if time.monotonic() - self._read_at >= MONTHS_REFRESH_S:
+            names = await fetch(_MONTHS_SQL, [])
+            self._months = tuple(sorted(m for (name,) in names if (m := month_of(name)) is not None))
+            self._read_at = time.monotonic()
+        return self._months
+
+
+async def read_events_page(
+    fetch: Fetch,
+    page_sql: PageSql,
+    months: Sequence[datetime],
+    filters: EventFilter,
+    limit: int,
+    after: EventKey | None,
+) -> list[tuple[Any, ...]]:
+    """The rows of the page of ``limit`` events (and one more when a next page exists), a range at a
+    time: each range's statement asks only for what the page still lacks."""
+    start = filters.start
+    if after is not None and (start is None or after[0] > start):
+        start = after[0]  # (timestamp, event_id) > after: nothing before after's instant
+    recs: list[tuple[Any, ...]] = []
+    for lo, hi in page_windows(months, start, filters.end):
+        window = replace(filters, start=lo, end=hi)
+        recs.extend(await fetch(*page_sql(window, limit - len(recs), after)))
+        if len(recs) > limit:
+            break
+    return recs
