@@ -4,6 +4,8 @@ failed, its row holding the line, ``POST /internal/sync`` answering 500 without 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +66,22 @@ def broken_entries(h: Harness, home: Path) -> dict[str, tuple[dict[str, Any], st
     }
 
 
+@asynccontextmanager
+async def harness_with_broken_entries(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[Harness, dict[str, tuple[dict[str, Any], str]]]]:
+    """A harness whose clouds.yaml holds every entry of ``broken_entries`` (HOME in ``tmp_path``)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    async with open_harness(builder().build(), store, tmp_path) as h:
+        h.at(T0 + minutes(60))
+        broken = broken_entries(h, home)
+        for name, (entry, _) in broken.items():
+            h.add_clouds_yaml_entry(name, entry)
+        yield h, broken
+
+
 async def assert_refused_in_one_line(
     h: Harness,
     name: str,
@@ -89,14 +107,7 @@ async def test_a_broken_entry_fails_its_sync_and_its_check_in_one_line(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    async with open_harness(builder().build(), store, tmp_path) as h:
-        h.at(T0 + minutes(60))
-        broken = broken_entries(h, home)
-        for name, (entry, _) in broken.items():
-            h.add_clouds_yaml_entry(name, entry)
+    async with harness_with_broken_entries(store, tmp_path, monkeypatch) as (h, broken):
         for name, (_, reason) in broken.items():
             line = f'authenticating against the cloud "{name}": {reason}'
             await assert_refused_in_one_line(h, name, line, tmp_path, monkeypatch, capsys)
@@ -125,14 +136,7 @@ async def test_a_clouds_yaml_that_is_no_yaml_fails_every_entry_naming_it(
 async def test_the_sync_route_answers_500_and_keeps_the_reason_in_the_row(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    async with open_harness(builder().build(), store, tmp_path) as h:
-        h.at(T0 + minutes(60))
-        broken = broken_entries(h, home)
-        for name, (entry, _) in broken.items():
-            h.add_clouds_yaml_entry(name, entry)
+    async with harness_with_broken_entries(store, tmp_path, monkeypatch) as (h, broken):
         entries = [
             CloudEntry(f"{h.cloud}-{name}", "openstack", "openstack", {"os_cloud": name}) for name in broken
         ]

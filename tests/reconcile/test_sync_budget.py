@@ -4,6 +4,7 @@ listing."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from reconcile_support import T0, minutes, open_harness
@@ -37,37 +38,30 @@ async def test_a_budget_ending_mid_run_names_every_listing_still_running(
         ]
 
 
-async def test_a_slow_page_inside_the_budget_is_waited_for(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+# Every fixed bound a request has, shrunk below the service's second: only a timeout taken from the
+# budget waits for the answer (the real bounds, 10 s and 60 s, would take minutes to outlast). A listing's
+# page and keystone's answer (the token, the catalog) are each waited for as long as the budget allows.
+@pytest.mark.parametrize(
+    ("service", "connect_bound", "budget_s"),
+    [("image", _listing, 10.0), ("identity", _keystone, 15.0)],
+)
+async def test_a_slow_service_inside_the_budget_is_waited_for(
+    store: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    service: str,
+    connect_bound: ModuleType,
+    budget_s: float,
 ) -> None:
     world, _ = world_with_everything()
 
-    def slow_glance(state: FakeCloudState) -> None:
-        state.faults.slow["image"] = 1.0
+    def slow(state: FakeCloudState) -> None:
+        state.faults.slow[service] = 1.0
 
-    # Every fixed bound a request has, shrunk below glance's second: only a timeout taken from the
-    # budget waits for the page (the real bounds, 10 s and 60 s, would take minutes to outlast).
-    monkeypatch.setattr(_listing, "CONNECT_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(connect_bound, "CONNECT_TIMEOUT_S", 0.3)
     monkeypatch.setattr(_listing, "UNBUDGETED_S", 0.3)
-    async with open_harness(world, store, tmp_path, prepare=slow_glance) as h:
-        h.budget_s = 10.0
+    async with open_harness(world, store, tmp_path, prepare=slow) as h:
+        h.budget_s = budget_s
         outcome = await h.sync(T0 + minutes(60))
         assert outcome.status is Status.COMPLETED, (await h.run_row(outcome))["stats"]["errors"]
         assert "image" in outcome.stats["complete_types"]
-
-
-async def test_a_slow_keystone_inside_the_budget_is_waited_for(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    world, _ = world_with_everything()
-
-    def slow_keystone(state: FakeCloudState) -> None:
-        state.faults.slow["identity"] = 1.0
-
-    # As for a listing: keystone's answer is waited for as long as the budget allows, whatever the bounds.
-    monkeypatch.setattr(_keystone, "CONNECT_TIMEOUT_S", 0.3)
-    monkeypatch.setattr(_listing, "UNBUDGETED_S", 0.3)
-    async with open_harness(world, store, tmp_path, prepare=slow_keystone) as h:
-        h.budget_s = 15.0
-        outcome = await h.sync(T0 + minutes(60))
-        assert outcome.status is Status.COMPLETED, (await h.run_row(outcome))["stats"]["errors"]
