@@ -20,7 +20,6 @@ from partition_support import MONTHS, populate
 
 from tally.store import EventFilter, EventKey, Store, open_store
 from tally.store._page_windows import page_windows, read_events_page
-from tally.store._partitions import add_months
 from tally.store._sql_text import EVENT_SELECT
 
 pytestmark = pytest.mark.anyio
@@ -35,16 +34,19 @@ month_sets = st.sets(
 
 
 @given(month_sets, st.none() | instants, st.none() | instants)
-def test_the_ranges_cover_the_window_in_order_and_none_crosses_a_bound(
+def test_the_ranges_cover_the_window_in_order_each_holding_one_month(
     months: set[datetime], start: datetime | None, end: datetime | None
 ) -> None:
     windows = page_windows(months, start, end)
     assert windows[0][0] == start and windows[-1][1] == end
     assert all(a[1] == b[0] for a, b in pairwise(windows))  # contiguous
     assert all(lo is None or hi is None or lo < hi for lo, hi in windows[1:-1])
-    bounds = {cut for month in months for cut in (month, add_months(month, 1))}
+    # Cut at each month's start but the first's: no range holds two months' starts, so no statement
+    # reaches two partitions (the first range also takes what lies before the first month).
+    later_starts = sorted(months)[1:]
     for lo, hi in windows:
-        assert not any((lo is None or lo < cut) and (hi is None or cut < hi) for cut in bounds)
+        assert not any((lo is None or lo < cut) and (hi is None or cut < hi) for cut in later_starts)
+    assert len(windows) <= len(months) + 1
 
 
 def test_without_partitions_a_page_is_one_range() -> None:
@@ -115,6 +117,11 @@ async def test_a_page_full_in_its_first_range_reads_no_other(partitioned: Store)
     filters = EventFilter(cloud="os-a", start=MONTHS[1])
     recs = await read_events_page(fetch, page_sql, months, filters, 5, None)
     assert len(recs) == 6 and len(statements) == 1
+    statements.clear()
+    # A first page without a start: what lies before the first month (1990's row, in the default
+    # partition) is read with the first month, not by a statement of its own.
+    recs = await read_events_page(fetch, page_sql, months, EventFilter(), 5, None)
+    assert len(recs) == 6 and len(statements) == 1 and recs[0][1].year == 1990
     statements.clear()
     # Three rows before a month's end: the page goes on into the next month's range, and stops there.
     before = await store.list_events(EventFilter(cloud="os-a", end=MONTHS[2]), limit=10_000)

@@ -460,7 +460,15 @@ class PostgresStore(UsageReads, SqlStore):
             return self.events_page_sql(window, rows, after, select=select)
 
         months = await self._partition_months.get(self._fetch)
-        return await read_events_page(self._fetch, page_sql, months, filters, limit, after)
+        if not months:  # one table: one prepared statement
+            return await self._fetch(*page_sql(filters, limit, after))
+        return await read_events_page(self._fetch_planned, page_sql, months, filters, limit, after)
+
+    async def _fetch_planned(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """``_fetch`` planned for its values each time, never prepared (see ``_page_windows``)."""
+        async with self._connection() as conn:
+            cursor = await conn.execute(_pg(sql), list(params), prepare=False)
+            return [tuple(r) for r in await cursor.fetchall()]
 
     async def list_events_json(
         self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
