@@ -97,8 +97,8 @@ class EventsSql(SqlBase):
     async def list_events(
         self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
     ) -> Page[StoredEvent, EventKey]:
-        # One statement sees one snapshot: no transaction (on PostgreSQL a BEGIN and a COMMIT, two more
-        # round trips per page).
+        # No transaction: one statement sees one snapshot (on PostgreSQL a BEGIN and a COMMIT would be two
+        # more round trips per page; the partitioned table's statements per month, ``_page_windows``).
         recs = await self._events_page_recs(filters, limit, after, EVENT_SELECT)
         items = [self._stored(r) for r in recs[:limit]]
         next_key = (items[-1].event.timestamp, items[-1].event.event_id) if len(recs) > limit else None
