@@ -42,6 +42,7 @@ import httpx
 import orjson
 import psycopg
 
+from bench.scratch_db import scratch_database
 from tally.config import Settings
 from tally.core import format_instant
 from tally.daemon import tune_garbage_collector
@@ -250,19 +251,12 @@ async def pg_floor(url: str, rows: list[tuple[Any, ...]]) -> Measured:
 
 
 async def bench_pg(events: list[dict[str, Any]], via: str, rounds: int) -> list[tuple[Measured, Measured]]:
-    name = f"tally_bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    database = PG_ADMIN.rsplit("/", 1)[0] + "/" + name
     measured = []
-    try:
+    with scratch_database(PG_ADMIN, "tally_bench") as (_, database):
         for r in range(rounds):
             floor = await pg_floor(pg_schema(database, f"floor{r}"), floor_rows(events))
             ingest = await measure_ingest(pg_schema(database, f"ingest{r}"), events, via)
             measured.append((ingest, floor))
-    finally:
-        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
     return measured
 
 

@@ -22,14 +22,11 @@ import asyncio
 import os
 import sys
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from urllib.parse import urlsplit
 
 import psycopg
 
+from bench.scratch_db import scratch_database
 from tally.store import RetentionPolicy, Store, maintain_events, open_store
 
 ADMIN_URL = os.environ.get("TALLY_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -48,18 +45,6 @@ SELECT 'ev-' || i,
            'vcpus', 1 + i % 4, 'ram_gb', 2 * (1 + i % 4), 'disk_gb', 20, 'flavor', 'f' || (i % 4)))
 FROM generate_series(0, %s - 1) AS i
 """
-
-
-@contextmanager
-def bench_database() -> Iterator[str]:
-    name = f"tally_bench_partitions_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlsplit(ADMIN_URL)._replace(path=f"/{name}").geturl()
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _before_partitioning(store: Store) -> int:
@@ -109,7 +94,7 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=None, help="events to fill (default 1,000,000)")
     args = parser.parse_args()
     events = args.events or (20_000 if args.quick else 1_000_000)
-    with bench_database() as url:
+    with scratch_database(ADMIN_URL, "tally_bench_partitions") as (_, url):
         timings = asyncio.run(run(url, events))
     print(f"{'step':<10} {'seconds':>9} {'rows':>10} {'rows/s':>10}")
     for step, (seconds, rows) in timings.items():

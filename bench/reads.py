@@ -43,8 +43,6 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +54,7 @@ from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
 
 from bench.ingest import BATCH, make_events
+from bench.scratch_db import scratch_database
 from tally.config import Settings
 from tally.daemon import tune_garbage_collector
 from tally.http import ReportingServices, create_reporting_app, serve_quart
@@ -403,18 +402,6 @@ def check_same_pages(servers: Servers, token: str) -> int:
     return largest
 
 
-@contextlib.contextmanager
-def bench_database() -> Iterator[tuple[str, str]]:
-    name = f"tally_bench_reads_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield name, PG_ADMIN.rsplit("/", 1)[0] + "/" + name
-    finally:
-        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def report(rows: dict[tuple[str, int, str], list[Measured]], quick: bool) -> bool:
     """Print the RATIO lines of the medians; whether every target was met."""
     ok = True
@@ -462,7 +449,7 @@ def main(args: argparse.Namespace) -> int:
         flush=True,
     )
     rows: dict[tuple[str, int, str], list[Measured]] = {}
-    with bench_database() as (name, url):
+    with scratch_database(PG_ADMIN, "tally_bench_reads") as (name, url):
         token = anyio.run(fill, url, events)
         servers = Servers()
         try:

@@ -63,6 +63,7 @@ import psycopg
 import yaml
 from anyio.from_thread import start_blocking_portal
 
+from bench.scratch_db import scratch_database
 from tally.simulator.clock import VirtualClock
 from tally.simulator.fakecloud import ApiFaults, create_fake_cloud_app, serve_fake_cloud
 from tally.simulator.simulate import write_cloud_files
@@ -122,18 +123,6 @@ class Report:
 
 
 # -- the services: a database, a vhost, the fake cloud ----------------------------------------------------
-
-
-@contextmanager
-def own_database(admin_url: str) -> Iterator[str]:
-    name = f"tally_bench_replicas_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlsplit(admin_url)._replace(path=f"/{name}").geturl()
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @contextmanager
@@ -558,7 +547,7 @@ def main() -> None:
         args.interval or (3 if args.quick else 10),
     )
     with ExitStack() as stack:
-        db_url = args.db_url or stack.enter_context(own_database(args.pg))
+        db_url = args.db_url or stack.enter_context(scratch_database(args.pg, "tally_bench_replicas"))[1]
         amqp_url = args.amqp_url or stack.enter_context(own_vhost(AMQP))
         work = args.workdir or Path(
             stack.enter_context(tempfile.TemporaryDirectory(prefix="tally-replicas-"))

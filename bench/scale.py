@@ -55,6 +55,7 @@ from bench import sync as sync_bench
 from bench.ingest import ingest_over_http
 from bench.reads import Servers
 from bench.scale_stream import YEAR0, Stream
+from bench.scratch_db import scratch_database
 from bench.usage import CLOUD, TOKEN, export_round
 from tally.config import Settings
 from tally.core import ResourceKey, format_instant, project
@@ -332,55 +333,50 @@ def report(rows: list[Checkpoint]) -> None:
 
 async def run(size: Sizes, rows: list[Checkpoint]) -> None:
     """Measure every checkpoint into ``rows`` (the caller's, so that an interrupted run keeps them)."""
-    name = f"tally_bench_scale_{os.getpid()}"
-    async with await psycopg.AsyncConnection.connect(PG_ADMIN, autocommit=True) as admin:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    url = PG_ADMIN.rsplit("/", 1)[0] + "/" + name
     servers = Servers()
-    try:
-        async with open_store(url) as store:
-            await store.migrate_up()
-            status = await store.schema_status()
-            await store.create_api_token(token_hash=hash_secret(TOKEN), role="read_all")
-            # The months the daemon's upkeep makes ahead as the year goes by; without them every row
-            # of the year would land in the default partition.
-            for month in range(13):
-                await maintain_events(
-                    store,
-                    ahead=Settings().events_partitions_ahead,
-                    policy=RetentionPolicy(),
-                    now=add_months(YEAR0, month),
-                )
-        say(f"database {name}, schema version {status.current}; {await schema_of(url)}")
-        stream = Stream(size.checkpoints[-1], size.live)
-        with tempfile.TemporaryDirectory(prefix="tally-bench-scale-") as tmp:
-            fake, base, env = sync_bench.start_fake_cloud(size.sync_scale, Path(tmp))
-            try:
-                servers.start("api", url)
-                steady = iter(sync_bench.T1 + timedelta(minutes=2 * k) for k in range(1, 100))
-                first = await sync_once(base, env, url, sync_bench.T1)
-                say(f"first sync (all creates) {first['seconds']:.1f} s: {first['stats']}")
-                for mark in size.checkpoints:
-                    await fill_to(url, stream, mark - size.sample)
-                    rows.append(
-                        await checkpoint(
-                            url,
-                            stream,
-                            size,
-                            servers.ports["api"],
-                            lambda: sync_once(base, env, url, next(steady)),
-                        )
+    with scratch_database(PG_ADMIN, "tally_bench_scale") as (name, url):
+        try:
+            async with open_store(url) as store:
+                await store.migrate_up()
+                status = await store.schema_status()
+                await store.create_api_token(token_hash=hash_secret(TOKEN), role="read_all")
+                # The months the daemon's upkeep makes ahead as the year goes by; without them every row
+                # of the year would land in the default partition.
+                for month in range(13):
+                    await maintain_events(
+                        store,
+                        ahead=Settings().events_partitions_ahead,
+                        policy=RetentionPolicy(),
+                        now=add_months(YEAR0, month),
                     )
-                    print(HEADER, flush=True)
-                    print(row_text(rows[-1]), flush=True)
-            finally:
-                fake.terminate()
-                fake.wait(timeout=30)
-        say(f"schema after the run: {await schema_of(url)}")
-    finally:
-        servers.stop()
-        async with await psycopg.AsyncConnection.connect(PG_ADMIN, autocommit=True) as admin:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            say(f"database {name}, schema version {status.current}; {await schema_of(url)}")
+            stream = Stream(size.checkpoints[-1], size.live)
+            with tempfile.TemporaryDirectory(prefix="tally-bench-scale-") as tmp:
+                fake, base, env = sync_bench.start_fake_cloud(size.sync_scale, Path(tmp))
+                try:
+                    servers.start("api", url)
+                    steady = iter(sync_bench.T1 + timedelta(minutes=2 * k) for k in range(1, 100))
+                    first = await sync_once(base, env, url, sync_bench.T1)
+                    say(f"first sync (all creates) {first['seconds']:.1f} s: {first['stats']}")
+                    for mark in size.checkpoints:
+                        await fill_to(url, stream, mark - size.sample)
+                        rows.append(
+                            await checkpoint(
+                                url,
+                                stream,
+                                size,
+                                servers.ports["api"],
+                                lambda: sync_once(base, env, url, next(steady)),
+                            )
+                        )
+                        print(HEADER, flush=True)
+                        print(row_text(rows[-1]), flush=True)
+                finally:
+                    fake.terminate()
+                    fake.wait(timeout=30)
+            say(f"schema after the run: {await schema_of(url)}")
+        finally:
+            servers.stop()
     print(f"first sync of {SYNC_CLOUD} (all creates): {first['seconds']:.1f} s")
 
 

@@ -220,10 +220,8 @@ def main() -> int:
 def orchestrate(
     counts: list[int], interval: int, intervals: int, pg_admin: str, max_conns: int, *, quick: bool
 ) -> int:
-    import psycopg
+    from bench.scratch_db import scratch_database
 
-    name = f"tally_bench_clouds_{os.getpid()}"
-    db_url = pg_admin.rsplit("/", 1)[0] + "/" + name
     began = time.monotonic()
     fakes = subprocess.Popen(
         [
@@ -241,9 +239,8 @@ def orchestrate(
     daemon: subprocess.Popen[str] | None = None
     with (
         tempfile.TemporaryDirectory(prefix="tally-bench-clouds-") as tmp,
-        psycopg.connect(pg_admin, autocommit=True) as admin,
+        scratch_database(pg_admin, "tally_bench_clouds") as (_, db_url),
     ):
-        admin.execute(f'CREATE DATABASE "{name}"')
         log_path = Path(tmp) / "daemon.log"
         try:
             assert fakes.stdout is not None
@@ -290,7 +287,6 @@ def orchestrate(
                 daemon.kill()
             fakes.terminate()
             fakes.wait(timeout=30)
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         log_text = log_path.read_text()
     return report(counts, interval, intervals, runs, stopped_at, metrics, log_text, time.monotonic() - began)
 

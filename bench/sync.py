@@ -23,6 +23,7 @@ peak RSS at most 1 GiB.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -181,23 +182,6 @@ def run_sdk_listing() -> dict[str, Any]:
 
 # -- the orchestration --------------------------------------------------------------------------------
 
-_PG_NAME = f"tally_bench_sync_{os.getpid()}"
-
-
-def create_pg_database(admin_url: str) -> str:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{_PG_NAME}"')
-    return admin_url.rsplit("/", 1)[0] + "/" + _PG_NAME
-
-
-def drop_pg_database(admin_url: str) -> None:
-    import psycopg
-
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{_PG_NAME}" WITH (FORCE)')
-
 
 def child(args: list[str], env: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run(
@@ -292,12 +276,16 @@ def orchestrate(scale: float, *, in_process: bool, pg_admin: str | None = None, 
     then the process's peak so far rather than the phase's own."""
     import httpx
 
-    with tempfile.TemporaryDirectory(prefix="tally-bench-sync-") as tmp:
+    # Imported here, as psycopg was before: a phase's child process on SQLite, whose peak RSS is the
+    # phase's figure, then loads no psycopg.
+    from bench.scratch_db import scratch_database
+
+    with tempfile.TemporaryDirectory(prefix="tally-bench-sync-") as tmp, contextlib.ExitStack() as stack:
         fake, base, env = start_fake_cloud(scale, Path(tmp))
         try:
             store_url = f"sqlite:///{Path(tmp) / 'tally.sqlite3'}"
             if pg_admin is not None:
-                store_url = create_pg_database(pg_admin)
+                store_url = stack.enter_context(scratch_database(pg_admin, "tally_bench_sync"))[1]
             rows: list[tuple[str, dict[str, Any]]] = []
             for name, at in (
                 ("first sync (all creates)", T1),
@@ -316,8 +304,6 @@ def orchestrate(scale: float, *, in_process: bool, pg_admin: str | None = None, 
         finally:
             fake.terminate()
             fake.wait(timeout=30)
-            if pg_admin is not None:
-                drop_pg_database(pg_admin)
     print(f"store: {'PostgreSQL' if pg_admin else 'SQLite (embedded)'}")
     print(f"{'phase':<28}{'seconds':>10}{'peak RSS MiB':>14}  outcome")
     for name, r in rows:

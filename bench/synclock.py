@@ -24,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -33,6 +32,7 @@ import httpx
 import psycopg
 import yaml
 
+from bench.scratch_db import scratch_database
 from bench.sync import CLOUD, T1
 
 SCALE = 0.0002
@@ -182,31 +182,26 @@ def start(args: list[str], ready: str) -> tuple[subprocess.Popen[str], str]:
 
 
 def orchestrate(count: int, admin_url: str) -> int:
-    name = f"tally_bench_synclock_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    store_url = admin_url.rsplit("/", 1)[0] + "/" + name
     fake, load = None, None
-    try:
-        migrate(store_url)
-        fake, line = start(["bench.sync", "--scale", str(SCALE), "fake"], "PORT ")
-        base = f"http://127.0.0.1:{int(line.split()[1])}"
-        httpx.put(f"{base}/bench/at", json={"at": T1.isoformat()}, timeout=10).raise_for_status()
-        load, _ = start(["bench.synclock", "load", store_url], "LOAD up")
-        with tempfile.TemporaryDirectory(prefix="tally-bench-synclock-") as tmp:
-            os.environ["OS_CLIENT_CONFIG_FILE"] = str(clouds_yaml(Path(tmp), base))
-            statuses, seconds, wall = run_syncs(store_url, count)
-        load.send_signal(signal.SIGTERM)
-        assert load.stdout is not None
-        load_line = load.stdout.read().strip() or "LOAD (no report)"
-        load.wait(timeout=30)
-    finally:
-        for child in (fake, load):
-            if child is not None and child.poll() is None:
-                child.kill()
-                child.wait(timeout=30)
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with scratch_database(admin_url, "tally_bench_synclock") as (_, store_url):
+        try:
+            migrate(store_url)
+            fake, line = start(["bench.sync", "--scale", str(SCALE), "fake"], "PORT ")
+            base = f"http://127.0.0.1:{int(line.split()[1])}"
+            httpx.put(f"{base}/bench/at", json={"at": T1.isoformat()}, timeout=10).raise_for_status()
+            load, _ = start(["bench.synclock", "load", store_url], "LOAD up")
+            with tempfile.TemporaryDirectory(prefix="tally-bench-synclock-") as tmp:
+                os.environ["OS_CLIENT_CONFIG_FILE"] = str(clouds_yaml(Path(tmp), base))
+                statuses, seconds, wall = run_syncs(store_url, count)
+            load.send_signal(signal.SIGTERM)
+            assert load.stdout is not None
+            load_line = load.stdout.read().strip() or "LOAD (no report)"
+            load.wait(timeout=30)
+        finally:
+            for child in (fake, load):
+                if child is not None and child.poll() is None:
+                    child.kill()
+                    child.wait(timeout=30)
     refused = statuses.get("lock_held", 0)
     failed = statuses.get("failed", 0)
     ordered = sorted(seconds)

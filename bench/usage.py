@@ -43,7 +43,6 @@ TOKEN = "bench-usage-reader"
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
 TARGET_S, TARGET_RSS_MIB, TARGET_ROWS_S = 30.0, 1024.0, 20_000.0
 QUICK_ROWS_CPU_S = 25_000.0
-_DB = f"tally_bench_usage_{os.getpid()}"
 
 
 def peak_rss_mib() -> float:
@@ -238,10 +237,9 @@ def main() -> int:
 def orchestrate(admin_url: str, scale: float, rounds: int, *, quick: bool = False) -> int:
     import psycopg
 
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{_DB}"')
-    url = admin_url.rsplit("/", 1)[0] + "/" + _DB
-    try:
+    from bench.scratch_db import scratch_database
+
+    with scratch_database(admin_url, "tally_bench_usage") as (_, url):
         began = time.perf_counter()
         events = anyio.run(fill, url, scale)
         print(
@@ -262,9 +260,6 @@ def orchestrate(admin_url: str, scale: float, rounds: int, *, quick: bool = Fals
                 f"load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{_DB}" WITH (FORCE)')
     export_s = statistics.median(e["seconds"] for e in exports)
     rows_s = statistics.median(e["rows"] / e["seconds"] for e in exports)
     rows_cpu_s = statistics.median(e["rows"] / e["cpu_s"] for e in exports)
