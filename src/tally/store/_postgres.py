@@ -12,6 +12,7 @@ The sync lock of a cloud is a session advisory lock on a connection of its own
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -448,9 +449,13 @@ class PostgresStore(UsageReads, SqlStore):
         async with self._connection() as conn, conn.transaction():
             yield _PgTx(conn)
 
-    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    async def _fetch(
+        self, sql: str, params: Sequence[Any] = (), *, prepare: bool | None = None
+    ) -> list[tuple[Any, ...]]:
+        """The statement's rows; ``prepare=False`` plans it for its values every time (psycopg's default,
+        None, prepares a statement once it has run a few times)."""
         async with self._connection() as conn:
-            cursor = await conn.execute(_pg(sql), list(params))
+            cursor = await conn.execute(_pg(sql), list(params), prepare=prepare)
             return [tuple(r) for r in await cursor.fetchall()]
 
     async def _events_page_recs(
@@ -462,13 +467,8 @@ class PostgresStore(UsageReads, SqlStore):
         months = await self._partition_months.get(self._fetch)
         if not months:  # one table: one prepared statement
             return await self._fetch(*page_sql(filters, limit, after))
-        return await read_events_page(self._fetch_planned, page_sql, months, filters, limit, after)
-
-    async def _fetch_planned(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """``_fetch`` planned for its values each time, never prepared (see ``_page_windows``)."""
-        async with self._connection() as conn:
-            cursor = await conn.execute(_pg(sql), list(params), prepare=False)
-            return [tuple(r) for r in await cursor.fetchall()]
+        planned = functools.partial(self._fetch, prepare=False)  # see _page_windows: never a generic plan
+        return await read_events_page(planned, page_sql, months, filters, limit, after)
 
     async def list_events_json(
         self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
