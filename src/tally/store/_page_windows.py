@@ -36,7 +36,7 @@ from itertools import pairwise
 from typing import Any
 
 from ._interface import EventFilter, EventKey
-from ._partitions import PARENT, month_of
+from ._partitions import ATTACHED_SQL, PARENT, months_named
 
 Window = tuple[datetime | None, datetime | None]  # [lo, hi); None: unbounded
 
@@ -55,10 +55,6 @@ PageSql = Callable[[EventFilter, int, EventKey | None], tuple[str, list[Any]]]
 # A partition made since is read as part of the range around it until the next read: correct, only
 # slower for that while (the daemon makes months ahead, so a new one holds no rows yet).
 MONTHS_REFRESH_S = 30.0
-_MONTHS_SQL = (
-    "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid "
-    f"WHERE i.inhparent = to_regclass('{PARENT}')"
-)
 
 
 class PartitionMonths:
@@ -71,8 +67,7 @@ class PartitionMonths:
 
     async def get(self, fetch: Fetch) -> tuple[datetime, ...]:
         if time.monotonic() - self._read_at >= MONTHS_REFRESH_S:
-            names = await fetch(_MONTHS_SQL, [])
-            self._months = tuple(sorted(m for (name,) in names if (m := month_of(name)) is not None))
+            self._months = tuple(sorted(months_named(await fetch(ATTACHED_SQL, [PARENT]))))
             self._read_at = time.monotonic()
         return self._months
 

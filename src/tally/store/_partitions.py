@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from ._seam import Tx
 
@@ -98,13 +100,20 @@ async def is_partitioned(tx: Tx) -> bool:
     return bool(recs) and recs[0][0] == "p"
 
 
+# The partitions of ``events`` (none when it is one table), its one parameter ``PARENT``.
+ATTACHED_SQL = (
+    "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid "
+    "WHERE i.inhparent = to_regclass(?)"
+)
+
+
+def months_named(recs: Iterable[Sequence[Any]]) -> set[datetime]:
+    """The months of the month partitions among the tables named by ``ATTACHED_SQL``'s rows."""
+    return {month for (name, *_) in recs if (month := month_of(name)) is not None}
+
+
 async def attached_months(tx: Tx) -> set[datetime]:
-    recs = await tx.fetchall(
-        "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid "
-        "WHERE i.inhparent = to_regclass(?)",
-        [PARENT],
-    )
-    return {month for (name,) in recs if (month := month_of(name)) is not None}
+    return months_named(await tx.fetchall(ATTACHED_SQL, [PARENT]))
 
 
 async def detached_months(tx: Tx) -> set[datetime]:
