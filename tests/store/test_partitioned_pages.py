@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from partition_support import MONTHS, populate
+from partition_support import MONTHS, UPTO, populate
 
-from tally.store import EventFilter, EventKey, Store, open_store
+from tally.store import EventFilter, EventKey, RetentionPolicy, Store, maintain_events, open_store
 from tally.store._page_windows import page_windows, read_events_page
 from tally.store._sql_text import EVENT_SELECT
 
@@ -60,6 +60,8 @@ async def partitioned(pg_schema_url: str) -> AsyncIterator[Store]:
     async with open_store(pg_schema_url) as store:
         await store.migrate_up()
         await populate(store, resources=300)
+        # The months of the rows, split out of the default partition as the daemon's upkeep does.
+        await maintain_events(store, ahead=2, policy=RetentionPolicy(), now=UPTO)
         yield store
 
 
@@ -86,6 +88,9 @@ FILTERS = [
 @pytest.mark.parametrize("limit", [1, 7, 100])
 async def test_every_page_is_the_single_statements(partitioned: Store, limit: int) -> None:
     store = partitioned
+    # The pages below go month by month: the store sees the month partitions (June 2026 on).
+    months = await store._partition_months.get(store._fetch)  # type: ignore[attr-defined]
+    assert set(MONTHS[:-1]) <= set(months)
     for filters in FILTERS:
         after: EventKey | None = None
         pages = 0
