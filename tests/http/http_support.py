@@ -44,6 +44,7 @@ class Api:
     app: Quart
     store: Store
     client: TestClientProtocol
+    services: ReportingServices | None = None
 
     @staticmethod
     def bearer(secret: str) -> dict[str, str]:
@@ -79,7 +80,7 @@ async def build_api(
         await store.create_ingest_credential(
             platform="openstack", cloud="os-dev", token_hash=hash_secret(INGEST)
         )
-    return Api(app=app, store=store, client=app.test_client())
+    return Api(app=app, store=store, client=app.test_client(), services=services)
 
 
 def event(

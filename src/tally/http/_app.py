@@ -12,13 +12,11 @@ pool's wait) is a 503 with ``Retry-After`` and one warning line, no traceback.
 from __future__ import annotations
 
 import logging
-import re
 import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
 from quart import Quart, Response, g, request
 from werkzeug.exceptions import HTTPException
 
@@ -36,9 +34,18 @@ from . import (
     _routes_types,
     _routes_usage,
 )
+from ._answering import (
+    REQUEST_ID,
+    log_store_unavailable,
+    log_unexpected,
+    problem_body,
+    request_id_of,
+    unavailable_problem,
+)
 from ._auth import authenticate
 from ._contract import Call, Operation, parse_body, parse_query
-from ._json import FastJSONProvider
+from ._json import FastJSONProvider, NumbersChecked
+from ._lean import LeanLane
 from ._metrics import HTTP_DURATION, HTTP_REQUESTS, KNOWN_METHODS
 from ._openapi import build_openapi
 from ._problems import KINDS, PROBLEM_CONTENT_TYPE, Problem
@@ -46,10 +53,6 @@ from ._services import ReportingServices
 
 log = logging.getLogger(__name__)
 
-REQUEST_ID = "X-Request-ID"
-STORE_UNAVAILABLE = "the database does not answer; nothing of this request was stored: try again"
-RETRY_AFTER_S = 5
-_SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,200}")
 MAX_REQUEST_BYTES = 64 * 1024 * 1024  # 1000 events of up to 64 KiB each
 MAX_PATH_SEGMENT = 512
 
@@ -88,9 +91,7 @@ _STATUS_KINDS = {
 
 
 def problem_response(problem: Problem) -> Response:
-    response = Response(
-        orjson.dumps(problem.to_json()), status=problem.status, content_type=PROBLEM_CONTENT_TYPE
-    )
+    response = Response(problem_body(problem), status=problem.status, content_type=PROBLEM_CONTENT_TYPE)
     for name, value in problem.headers.items():
         response.headers[name] = value
     return response
@@ -116,8 +117,8 @@ def _bind(op: Operation, services: ReportingServices) -> Any:
 
     async def view(**path: str) -> Any:
         path = _check_path(op, path)
-        principal = await authenticate(op.auth, services)
-        query = parse_query(op.query)
+        principal = await authenticate(op.auth, services, request.headers.get("Authorization", ""))
+        query = parse_query(op.query, request.args)
         raw, body = b"", None
         if reads_body:
             raw = await request.get_data(cache=False, as_text=False, parse_form_data=False)
@@ -125,18 +126,32 @@ def _bind(op: Operation, services: ReportingServices) -> Any:
                 raise Problem("payload_too_large", f"the body may hold at most {op.max_body} bytes")
             if op.body is not None:
                 body = parse_body(op.body, raw)
-        return await op.handler(
+        result = await op.handler(
             Call(services=services, path=path, query=query, body=body, principal=principal, raw_body=raw)
         )
+        # Quart writes the answer through the provider's response, which checks the numbers itself.
+        return result.value if isinstance(result, NumbersChecked) else result
 
     view.__name__ = op.operation_id
     return view
 
 
+class ReportingApp(Quart):
+    """Quart, with the lean lane (``_lean``) answering its lean operations before Quart sees them."""
+
+    lane: LeanLane | None = None
+
+    async def asgi_app(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.lane is not None and not self.debug and await self.lane.serve(scope, send):
+            return
+        await super().asgi_app(scope, receive, send)
+
+
 def create_reporting_app(services: ReportingServices, *, extra_operations: Iterable[Operation] = ()) -> Quart:
     """The Reporting API app over ``services``; serve it with ``serve_quart``."""
-    app = Quart("tally.http")
-    app.json = FastJSONProvider(app)
+    app = ReportingApp("tally.http")
+    json_provider = FastJSONProvider(app)
+    app.json = json_provider
     app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
     operations = (*OPERATIONS, *extra_operations)
     document = build_openapi(operations, title="Tally Reporting API", version="1")
@@ -147,6 +162,7 @@ def create_reporting_app(services: ReportingServices, *, extra_operations: Itera
         app.add_url_rule(
             op.quart_rule, endpoint=op.operation_id, view_func=_bind(op, services), methods=[op.method]
         )
+    app.lane = LeanLane(operations, services, json_provider.answer)
 
     async def openapi_json() -> Any:
         return document
@@ -155,8 +171,7 @@ def create_reporting_app(services: ReportingServices, *, extra_operations: Itera
 
     @app.before_request
     async def _request_id() -> None:
-        given = request.headers.get(REQUEST_ID, "")
-        g.request_id = given if _SANE_REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+        g.request_id = request_id_of(request.headers.get(REQUEST_ID, ""))
         g.started = time.perf_counter()
 
     @app.after_request
@@ -194,27 +209,12 @@ def create_reporting_app(services: ReportingServices, *, extra_operations: Itera
 
     @app.errorhandler(StoreUnavailable)
     async def _store_away(exc: StoreUnavailable) -> Response:
-        # The database restarts, fails over or is out of connections: the client should try again, and
-        # the log needs one line, not a traceback. Nothing of the request's transaction was committed.
-        log.warning(
-            "store unavailable request_id=%s method=%s path=%s error=%s",
-            getattr(g, "request_id", "-"),
-            request.method,
-            request.path,
-            exc,
-        )
-        problem = Problem("unavailable", STORE_UNAVAILABLE, headers={"Retry-After": str(RETRY_AFTER_S)})
-        return problem_response(problem)
+        log_store_unavailable(getattr(g, "request_id", "-"), request.method, request.path, exc)
+        return problem_response(unavailable_problem())
 
     @app.errorhandler(Exception)
     async def _unexpected(exc: Exception) -> Response:
-        log.error(
-            "unhandled error request_id=%s method=%s path=%s",
-            getattr(g, "request_id", "-"),
-            request.method,
-            request.path,
-            exc_info=exc,
-        )
+        log_unexpected(getattr(g, "request_id", "-"), request.method, request.path, exc)
         return problem_response(Problem("internal"))
 
     return app

@@ -1,8 +1,12 @@
 """Who is calling: the internal token, ingest credentials and API tokens, from ``Authorization: Bearer``.
 
 Secrets are never stored: the store holds the sha256 of each ingest credential
-and API token and is asked for the hash on every request (nothing is cached),
-so a revoked or expired secret is refused from the next request on. The internal token comes from the
+and API token and is asked for the hash on every request, so a revoked or
+expired secret is refused from the next request on. The lean lane's listings
+ask in the page's own statement instead of a round trip of their own: the role
+of a read_all or admin token found usable is remembered (``KnownTokens``, by
+hash), and the listing is read as that token (``readable_by``), which the
+store refuses with ``TokenNotUsable`` once the token is revoked or expired. The internal token comes from the
 settings and is compared in constant time. ``TALLY_REPORTING_AUTH_MODE=disabled``
 lets every caller through as an admin with no ingest scope (local runs only).
 """
@@ -10,45 +14,17 @@ lets every caller through as an admin with no ingest scope (local runs only).
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass
 from typing import Literal
-
-from quart import request
 
 from tally.ingest import IngestScope
 from tally.store import Project, hash_secret
 
+from ._principal import KnownTokens, Principal
 from ._problems import Problem
 from ._services import ReportingServices
 
 # What a route demands of its caller; an Operation names one.
 Auth = Literal["none", "internal", "ingest", "api", "admin"]
-Kind = Literal["internal", "ingest", "api", "open"]
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """An authenticated caller.
-
-    Invariant: ``projects`` is None for every caller but an api token of role
-    ``project``, whose resources are limited to those (cloud, external_id) pairs.
-    """
-
-    kind: Kind
-    actor: str
-    role: str | None = None
-    scope: IngestScope | None = None  # what an ingest credential may write
-    project_ids: frozenset[str] = frozenset()
-    projects: tuple[Project, ...] | None = None
-
-    @property
-    def restricted(self) -> bool:
-        return self.projects is not None
-
-    def owns(self, cloud: str, project_external_id: str) -> bool:
-        if self.projects is None:
-            return True
-        return any(p.cloud == cloud and p.external_id == project_external_id for p in self.projects)
 
 
 OPEN = Principal(kind="open", actor="auth-disabled", role="admin")
@@ -59,21 +35,28 @@ def _unauthorized(detail: str) -> Problem:
     return Problem("unauthorized", detail, headers={"WWW-Authenticate": 'Bearer realm="tally"'})
 
 
-def _bearer() -> str:
-    header = request.headers.get("Authorization", "")
+def api_token_refused() -> Problem:
+    return _unauthorized("an API token is required (this one is unknown, revoked or expired)")
+
+
+def _bearer(header: str) -> str:
     scheme, _, secret = header.partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
         raise _unauthorized("a bearer token is required")
     return secret.strip()
 
 
-async def authenticate(auth: Auth, services: ReportingServices) -> Principal:
-    """The caller of this request, or a 401/403 problem when it may not use an ``auth`` route."""
+async def authenticate(
+    auth: Auth, services: ReportingServices, authorization: str, *, known: KnownTokens | None = None
+) -> Principal:
+    """The caller of this request (its ``Authorization`` header), or a 401/403 problem when it may not
+    use an ``auth`` route. With ``known`` (the lean lane), an ``api`` route's token may be recalled
+    from it: the principal is then ``recalled`` and the handler's read checks the token."""
     if auth == "none":
         return ANONYMOUS
     if services.settings.reporting_auth_mode == "disabled":
         return OPEN
-    secret = _bearer()
+    secret = _bearer(authorization)
     if auth == "internal":
         expected = services.settings.reporting_internal_token
         if expected is None or not hmac.compare_digest(
@@ -90,22 +73,29 @@ async def authenticate(auth: Auth, services: ReportingServices) -> Principal:
         return Principal(
             kind="ingest", actor=actor, scope=IngestScope(credential.platform, credential.cloud, actor)
         )
+    if known is not None and auth == "api":
+        recalled = known.recall(digest)
+        if recalled is not None:
+            return recalled
     token = await services.store.api_token_by_hash(digest)
     if token is None:
-        raise _unauthorized("an API token is required (this one is unknown, revoked or expired)")
+        raise api_token_refused()
     if auth == "admin" and token.role != "admin":
         raise Problem("forbidden", "this route needs an API token of role admin")
     projects: tuple[Project, ...] | None = None
     if token.role == "project":
         found = [await services.store.get_project(pid) for pid in token.project_ids]
         projects = tuple(p for p in found if p is not None)
-    return Principal(
+    principal = Principal(
         kind="api",
         actor=f"token:{token.id}",
         role=token.role,
         project_ids=frozenset(token.project_ids),
         projects=projects,
     )
+    if known is not None and projects is None:
+        known.remember(digest, principal)
+    return principal
 
 
 def narrow(principal: Principal, cloud: str | None, project_id: str | None) -> tuple[str | None, str | None]:

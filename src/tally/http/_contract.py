@@ -16,11 +16,12 @@ from typing import Annotated, Any, get_args, get_origin
 
 import orjson
 from pydantic import BaseModel, ConfigDict, PlainValidator, ValidationError, WithJsonSchema
-from quart import request
+from werkzeug.datastructures import MultiDict
 
 from tally.core import INSTANT_EDGE_PATTERN, InstantError, parse_instant
 
-from ._auth import Auth, Principal
+from ._auth import Auth
+from ._principal import Principal
 from ._problems import CONTRACT_MISMATCH, Problem, invalid
 from ._services import ReportingServices
 
@@ -91,6 +92,7 @@ class Operation:
     tag: str = "reporting"
     path_formats: Mapping[str, str] = field(default_factory=dict)  # path param -> "uuid"
     max_body: int | None = None  # bytes; a larger body is a 413 before it is decoded
+    lean: bool = False  # answered by the lean lane (``_lean``), not by Quart: the hot listings
 
     @property
     def quart_rule(self) -> str:
@@ -134,9 +136,9 @@ def _errors_of(exc: ValidationError, prefix: str, model: type[BaseModel]) -> lis
     return out
 
 
-def parse_query(model: type[Model] | None) -> Any:
-    """Validate the query string against ``model``; list fields take repeated or comma-separated values."""
-    args = request.args
+def parse_query(model: type[Model] | None, args: MultiDict[str, str]) -> Any:
+    """Validate the query string's ``args`` against ``model``; list fields take repeated or
+    comma-separated values."""
     if model is None:
         if args:
             name = next(iter(args.keys()))
@@ -210,6 +212,7 @@ class Router:
         raw_body_schema: Mapping[str, Any] | None = None,
         path_formats: Mapping[str, str] | None = None,
         max_body: int | None = None,
+        lean: bool = False,
     ) -> Callable[[Handler], Handler]:
         def register(handler: Handler) -> Handler:
             self.operations.append(
@@ -227,6 +230,7 @@ class Router:
                     tag=self.tag,
                     path_formats=dict(path_formats or {}),
                     max_body=max_body,
+                    lean=lean,
                 )
             )
             return handler

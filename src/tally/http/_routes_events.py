@@ -11,6 +11,7 @@ from tally.store import EventFilter
 
 from ._auth import narrow
 from ._contract import Call, Reply, Router, decode_json, is_blank
+from ._json import NumbersChecked
 from ._models import EventPage, EventsQuery, IngestAnswer
 from ._problems import Problem, invalid
 
@@ -80,6 +81,7 @@ async def post_events(call: Call) -> Any:
     auth="api",
     query=EventsQuery,
     replies=(Reply(200, "a page of events", EventPage),),
+    lean=True,
 )
 async def list_events(call: Call) -> Any:
     q: EventsQuery = call.query
@@ -93,9 +95,11 @@ async def list_events(call: Call) -> Any:
         source=q.source,
         start=q.from_,
         end=q.to,
+        readable_by=call.principal.recalled,
     )
     seal = await call.services.cursors.seal()
     page = await call.services.store.list_events_json(
         filters, limit=q.limit, after=seal.decode_time_key("events", q.cursor)
     )
-    return {"items": page.items, "next_cursor": seal.encode_time_key("events", page.next_key)}
+    answer = {"items": page.items, "next_cursor": seal.encode_time_key("events", page.next_key)}
+    return NumbersChecked(answer) if page.numbers_plain else answer

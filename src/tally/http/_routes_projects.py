@@ -9,7 +9,6 @@ from tally.core import UsageWindow, format_instant, utc_now
 from tally.store import Conflict, Project, Relation, ResourceFilter, RuleViolation
 from tally.usage import UsageQuery, resource_pages
 
-from ._auth import Principal
 from ._contract import Call, Reply, Router
 from ._models import (
     AtQuery,
@@ -27,6 +26,7 @@ from ._models import (
     SummaryAnswer,
     SummaryQuery,
 )
+from ._principal import Principal
 from ._problems import Problem, invalid
 from ._routes_usage import checked_window
 from ._serialize import project_json, relation_json

@@ -9,6 +9,7 @@ from tally.store import ResourceFilter
 
 from ._auth import narrow
 from ._contract import Call, Reply, Router
+from ._json import NumbersChecked
 from ._models import HistoryAnswer, LifecycleAnswer, ResourcePage, ResourcesQuery
 from ._problems import Problem
 from ._serialize import event_json, interval_json, resource_json
@@ -26,6 +27,7 @@ KEY_PATH = "/api/v1/resources/{cloud}/{resource_type}/{resource_id}"
     auth="api",
     query=ResourcesQuery,
     replies=(Reply(200, "a page of resources", ResourcePage),),
+    lean=True,
 )
 async def list_resources(call: Call) -> Any:
     q: ResourcesQuery = call.query
@@ -37,12 +39,14 @@ async def list_resources(call: Call) -> Any:
         resource_type=q.resource_type,
         state=q.state,
         status=q.status,
+        readable_by=call.principal.recalled,
     )
     seal = await call.services.cursors.seal()
     page = await call.services.store.list_resources_json(
         filters, limit=q.limit, after=seal.decode_resource_key(q.cursor)
     )
-    return {"items": page.items, "next_cursor": seal.encode_resource_key(page.next_key)}
+    answer = {"items": page.items, "next_cursor": seal.encode_resource_key(page.next_key)}
+    return NumbersChecked(answer) if page.numbers_plain else answer
 
 
 async def _visible_row(call: Call) -> tuple[ResourceKey, ResourceRow]:

@@ -9,6 +9,7 @@ from tally.ingest import IngestPipeline
 from tally.store import Store
 
 from ._cursor import CursorKeyring
+from ._principal import KnownTokens
 from ._sync_runner import SyncRunner
 
 
@@ -21,6 +22,8 @@ class ReportingServices:
     settings: Settings
     sync_runner: SyncRunner | None = None
     cursors: CursorKeyring = field(init=False, compare=False)
+    known_tokens: KnownTokens = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cursors", CursorKeyring(self.store))
+        object.__setattr__(self, "known_tokens", KnownTokens())

@@ -37,6 +37,7 @@ from ._interface import SyncLockHeld as SyncLockHeld
 from ._interface import SyncReceipts as SyncReceipts
 from ._interface import SyncRow as SyncRow
 from ._interface import SyncStatus as SyncStatus
+from ._interface import TokenNotUsable as TokenNotUsable
 from ._interface import TokenRole as TokenRole
 from ._interface import UnsupportedStoreUrl as UnsupportedStoreUrl
 from ._interface import UsageScope as UsageScope
@@ -97,6 +98,7 @@ __all__ = [
     "SyncReceipts",
     "SyncRow",
     "SyncStatus",
+    "TokenNotUsable",
     "TokenRole",
     "UnsupportedStoreUrl",
     "UpkeepOutcome",

@@ -56,6 +56,7 @@ from ._records import SyncLockHeld as SyncLockHeld
 from ._records import SyncReceipts as SyncReceipts
 from ._records import SyncRow as SyncRow
 from ._records import SyncStatus as SyncStatus
+from ._records import TokenNotUsable as TokenNotUsable
 from ._records import UnsupportedStoreUrl as UnsupportedStoreUrl
 from ._records import UsageScope as UsageScope
 

@@ -5,6 +5,16 @@ dataclass per row, then a dict per row and ``format_instant`` for each of its in
 writes each instant as ``format_instant`` does (RFC 3339 in UTC with ``Z``, the fraction without
 trailing zeros, none when it is zero) and each row becomes its object in one dict display; the objects
 equal ``to_wire`` of the same rows (tests/store/test_pg_pages.py).
+
+The jsonb documents arrive as their text (``RawJsonb``) and are checked as one: a single scan of a
+page's documents tells whether any may hold an integer past 64 bits or a float that ``json.dumps`` would
+write in exponent form where orjson does not, instead of one scan per document when it is parsed and
+another over the whole answer when it is written (``bench.reads``: 1,200 µs of server CPU per page of
+events before, 1,087 µs after; resources 1,274 and 1,138). PostgreSQL writes a jsonb number as a plain
+decimal, never in exponent form, so such a float is a number below 1e-4 (its text holds ``0.0000``) or
+of at least 1e16 (a run of 17 digits); a page whose documents hold neither is marked ``numbers_plain``.
+Strings may hold either too: such a page is only left unmarked, and its documents are read exactly
+(``loads_json``).
 """
 
 from __future__ import annotations
@@ -12,9 +22,33 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
+from psycopg.adapt import Buffer, Loader
+
 from tally.core import ResourceKey, parse_instant
 
 from ._interface import EventKey, Page
+from ._sql_text import loads_json
+
+_DIGITS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_NUMBER = b"0" * 17
+_SMALL_NUMBER = b"0.0000"
+
+
+class RawJsonb(Loader):
+    """jsonb as the bytes of its text, parsed by the page (``_documents``), not by psycopg."""
+
+    def load(self, data: Buffer) -> bytes:
+        return bytes(data)
+
+
+def _documents(texts: list[bytes | None]) -> tuple[list[Any], bool]:
+    """The documents parsed (None stays None), and whether every number in them is plain."""
+    joined = b"\n".join(t for t in texts if t is not None)
+    if _LONG_NUMBER in joined.translate(_DIGITS):
+        return [None if t is None else loads_json(t) for t in texts], False
+    loads = orjson.loads
+    return [None if t is None else loads(t) for t in texts], _SMALL_NUMBER not in joined
 
 
 def instant_sql(column: str) -> str:
@@ -46,7 +80,10 @@ ROW_JSON_SELECT = ", ".join(
 
 
 def events_json_page(recs: Sequence[Sequence[Any]], limit: int) -> Page[dict[str, Any], EventKey]:
-    """The page of ``limit`` events from the rows of ``EVENT_JSON_SELECT`` (one more: a next page)."""
+    """The page of ``limit`` events from the rows of ``EVENT_JSON_SELECT`` (one more: a next page),
+    their payloads read as ``RawJsonb``."""
+    rows = recs[:limit]
+    payloads, plain = _documents([r[10] for r in rows])
     items = [
         {
             "event_id": r[0],
@@ -59,16 +96,20 @@ def events_json_page(recs: Sequence[Sequence[Any]], limit: int) -> Page[dict[str
             "resource_id": r[7],
             "project_id": r[8],
             "source": r[9],
-            "payload": r[10],
+            "payload": payload,
         }
-        for r in recs[:limit]
+        for r, payload in zip(rows, payloads, strict=True)
     ]
     more = len(recs) > limit
-    return Page(items, (parse_instant(items[-1]["timestamp"]), items[-1]["event_id"]) if more else None)
+    next_key = (parse_instant(items[-1]["timestamp"]), items[-1]["event_id"]) if more else None
+    return Page(items, next_key, numbers_plain=plain)
 
 
 def resources_json_page(recs: Sequence[Sequence[Any]], limit: int) -> Page[dict[str, Any], ResourceKey]:
-    """The page of ``limit`` projection rows from the rows of ``ROW_JSON_SELECT``."""
+    """The page of ``limit`` projection rows from the rows of ``ROW_JSON_SELECT``, their documents read
+    as ``RawJsonb``."""
+    rows = recs[:limit]
+    documents, plain = _documents([doc for r in rows for doc in (r[6], r[11])])
     items = [
         {
             "cloud": r[0],
@@ -77,18 +118,19 @@ def resources_json_page(recs: Sequence[Sequence[Any]], limit: int) -> Page[dict[
             "platform": r[3],
             "project_id": r[4],
             "state": r[5],
-            "size": r[6],
+            "size": documents[2 * i],
             "created_at": r[7],
             "deleted_at": r[8],
             "last_event_type": r[9],
             "last_event_at": r[10],
-            "last_payload": {} if r[11] is None else r[11],
+            "last_payload": {} if r[11] is None else documents[2 * i + 1],
             "first_event_at": r[12],
         }
-        for r in recs[:limit]
+        for i, r in enumerate(rows)
     ]
     last = items[-1] if len(recs) > limit else None
     return Page(
         items,
         None if last is None else ResourceKey(last["cloud"], last["resource_type"], last["resource_id"]),
+        numbers_plain=plain,
     )

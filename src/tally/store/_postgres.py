@@ -44,7 +44,7 @@ from ._interface import (
 )
 from ._migrations import Migration
 from ._page_windows import PartitionMonths, read_events_page
-from ._pg_pages import EVENT_JSON_SELECT, ROW_JSON_SELECT, events_json_page, resources_json_page
+from ._pg_pages import EVENT_JSON_SELECT, ROW_JSON_SELECT, RawJsonb, events_json_page, resources_json_page
 from ._pg_sync_lock import hold_sync_lock
 from ._pool_wait import pooled_connection
 from ._seam import Tx
@@ -450,36 +450,47 @@ class PostgresStore(UsageReads, SqlStore):
             yield _PgTx(conn)
 
     async def _fetch(
-        self, sql: str, params: Sequence[Any] = (), *, prepare: bool | None = None
+        self, sql: str, params: Sequence[Any] = (), *, prepare: bool | None = None, raw_json: bool = False
     ) -> list[tuple[Any, ...]]:
         """The statement's rows; ``prepare=False`` plans it for its values every time (psycopg's default,
-        None, prepares a statement once it has run a few times)."""
+        None, prepares a statement once it has run a few times); ``raw_json``: jsonb as the bytes of its
+        text (``RawJsonb``), for the JSON pages to parse themselves."""
         async with self._connection() as conn:
-            cursor = await conn.execute(_pg(sql), list(params), prepare=prepare)
-            return [tuple(r) for r in await cursor.fetchall()]
+            cursor = conn.cursor()
+            if raw_json:
+                cursor.adapters.register_loader("jsonb", RawJsonb)
+            await cursor.execute(_pg(sql), list(params), prepare=prepare)
+            return await cursor.fetchall()
 
     async def _events_page_recs(
-        self, filters: EventFilter, limit: int, after: EventKey | None, select: str
+        self, filters: EventFilter, limit: int, after: EventKey | None, select: str, *, raw_json: bool = False
     ) -> list[tuple[Any, ...]]:
         def page_sql(window: EventFilter, rows: int, after: EventKey | None) -> tuple[str, list[Any]]:
             return self.events_page_sql(window, rows, after, select=select)
 
         months = await self._partition_months.get(self._fetch)
         if not months:  # one table: one prepared statement
-            return await self._fetch(*page_sql(filters, limit, after))
-        planned = functools.partial(self._fetch, prepare=False)  # see _page_windows: never a generic plan
+            return await self._fetch(*page_sql(filters, limit, after), raw_json=raw_json)
+        # See _page_windows: never a generic plan.
+        planned = functools.partial(self._fetch, prepare=False, raw_json=raw_json)
         return await read_events_page(planned, page_sql, months, filters, limit, after)
 
     async def list_events_json(
         self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
     ) -> Page[dict[str, Any], EventKey]:
-        return events_json_page(await self._events_page_recs(filters, limit, after, EVENT_JSON_SELECT), limit)
+        recs = await self._events_page_recs(filters, limit, after, EVENT_JSON_SELECT, raw_json=True)
+        if not recs and filters.readable_by is not None:
+            await self.require_usable_token(filters.readable_by)
+        return events_json_page(recs, limit)
 
     async def list_resources_json(
         self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None
     ) -> Page[dict[str, Any], ResourceKey]:
         sql = self.resources_page_sql(filters, limit, after, select=ROW_JSON_SELECT)
-        return resources_json_page(await self._fetch(*sql), limit)
+        recs = await self._fetch(*sql, raw_json=True)
+        if not recs and filters.readable_by is not None:
+            await self.require_usable_token(filters.readable_by)
+        return resources_json_page(recs, limit)
 
     # -- conversions ----------------------------------------------------------------------------------
     def ts(self, value: datetime) -> Any:

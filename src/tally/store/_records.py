@@ -34,6 +34,11 @@ class UnsupportedStoreUrl(StoreError):
     """The URL names no backend we have (only ``sqlite:///path`` and ``postgresql://...``)."""
 
 
+class TokenNotUsable(StoreError):
+    """A listing read as an API token (a filter's ``readable_by``) found the token unknown, revoked or
+    expired when the page was read: nothing of the page is answered."""
+
+
 class StoreUnavailable(StoreError):
     """The database does not answer: no connection could be had, or the one in use was lost (the server
     restarted, failed over, or ended the session). Nothing of the failed statement's transaction was
@@ -198,13 +203,21 @@ class BatchOutcome:
 
 @dataclass(frozen=True, slots=True)
 class Page(Generic[T, K]):
+    """One page of a listing. ``numbers_plain``: its maker checked that every number in ``items`` is
+    an integer within 64 bits or a float that orjson and ``json.dumps`` write alike (False: unchecked)."""
+
     items: list[T]
     next_key: K | None
+    numbers_plain: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class EventFilter:
-    """Equality filters on events, plus the half-open window ``[start, end)`` on ``timestamp``."""
+    """Equality filters on events, plus the half-open window ``[start, end)`` on ``timestamp``.
+
+    ``readable_by``: the hash of the API token the page is read for. The page's statement itself checks
+    that the token is usable (so an API process that remembers a token's role spends no round trip of
+    its own on it), and a listing raises ``TokenNotUsable`` when it is not."""
 
     cloud: str | None = None
     platform: str | None = None
@@ -214,11 +227,13 @@ class EventFilter:
     source: str | None = None
     start: datetime | None = None
     end: datetime | None = None
+    readable_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ResourceFilter:
-    """Equality filters on projection rows; ``status`` active = not deleted, deleted = deleted."""
+    """Equality filters on projection rows; ``status`` active = not deleted, deleted = deleted;
+    ``readable_by`` as ``EventFilter``'s."""
 
     cloud: str | None = None
     platform: str | None = None
@@ -226,6 +241,7 @@ class ResourceFilter:
     resource_type: str | None = None
     state: str | None = None
     status: ResourceStatus = "active"
+    readable_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,13 +15,18 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
-from tally.core import Event, ResourceKey, ResourceRow, StoredEvent
+from tally.core import Event, ResourceKey, ResourceRow, StoredEvent, utc_now
 
-from ._interface import Bucket, MigrationError, SchemaStatus
+from ._interface import Bucket, MigrationError, SchemaStatus, TokenNotUsable
 from ._migrations import Migration, load_migrations
 from ._seam import Tx
 
 log = logging.getLogger(__name__)
+
+
+# A token or credential row that may be used at the instant given (the parameter).
+USABLE = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
+USABLE_TOKEN_SQL = f"EXISTS (SELECT 1 FROM api_tokens WHERE token_hash = ? AND {USABLE})"
 
 
 class SqlBase(ABC):
@@ -74,6 +79,16 @@ class SqlBase(ABC):
     async def _applied_version(self) -> int:
         recs = await self._fetch("SELECT coalesce(max(version), 0) FROM schema_migrations")
         return int(recs[0][0]) if recs else 0
+
+    def usable_token_condition(self, token_hash: str) -> tuple[str, Any]:
+        """The condition of a listing read for an API token (``readable_by``): the token is usable now."""
+        return (USABLE_TOKEN_SQL, (token_hash, self.ts(utc_now())))
+
+    async def require_usable_token(self, token_hash: str) -> None:
+        """Raise ``TokenNotUsable`` unless the API token is usable: a listing's page that came back
+        empty cannot tell whether its condition or its filters left every row out."""
+        if not await self._fetch(f"SELECT 1 WHERE {USABLE_TOKEN_SQL}", (token_hash, self.ts(utc_now()))):
+            raise TokenNotUsable("the API token is unknown, revoked or expired")
 
     def opt_ts(self, value: datetime | None) -> Any:
         return None if value is None else self.ts(value)

@@ -3,7 +3,8 @@
 A mixin of ``SqlStore`` over the same dialect seam (see ``_sql``). Secrets are
 never stored, only their sha256 (``hash_secret``); a lookup by hash answers
 only a secret that is neither revoked nor expired at the instant asked, so a
-revoke or an expiry takes effect on the very next request (nothing is cached).
+revoke or an expiry takes effect on the very next request. A listing read for
+a token (``readable_by``) asks the same in its own statement (``USABLE_TOKEN_SQL``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tally.core import format_instant, utc_now
 
 from ._ids import is_uuid
 from ._interface import ApiToken, AuditEntry, Conflict, IngestCredential, RuleViolation, TokenRole
+from ._sql_base import USABLE
 
 if TYPE_CHECKING:
     from ._seam import Tx
@@ -26,7 +28,6 @@ if TYPE_CHECKING:
 SHARED_SECRET_BYTES = 32
 _CREDENTIAL_SELECT = "id, platform, cloud, description, created_at, revoked_at, expires_at"
 _TOKEN_SELECT = "id, role, project_ids, description, created_at, revoked_at, expires_at"
-_USABLE = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
 
 
 class _Seam(Protocol):
@@ -126,7 +127,7 @@ class CredentialsSql:
         self: _Seam, token_hash: str, *, at: datetime | None = None
     ) -> IngestCredential | None:
         recs = await self._fetch(
-            f"SELECT {_CREDENTIAL_SELECT} FROM ingest_credentials WHERE token_hash = ? AND {_USABLE}",
+            f"SELECT {_CREDENTIAL_SELECT} FROM ingest_credentials WHERE token_hash = ? AND {USABLE}",
             (token_hash, self.ts(at or utc_now())),
         )
         return self._credential(recs[0]) if recs else None
@@ -191,7 +192,7 @@ class CredentialsSql:
         self: _Seam, token_hash: str, *, at: datetime | None = None
     ) -> ApiToken | None:
         recs = await self._fetch(
-            f"SELECT {_TOKEN_SELECT} FROM api_tokens WHERE token_hash = ? AND {_USABLE}",
+            f"SELECT {_TOKEN_SELECT} FROM api_tokens WHERE token_hash = ? AND {USABLE}",
             (token_hash, self.ts(at or utc_now())),
         )
         return self._token(recs[0]) if recs else None

@@ -74,6 +74,8 @@ class EventsSql(SqlBase):
             conds.append(("timestamp >= ?", self.ts(f.start)))
         if f.end is not None:
             conds.append(("timestamp < ?", self.ts(f.end)))
+        if f.readable_by is not None:
+            conds.append(self.usable_token_condition(f.readable_by))
         return conds
 
     def events_page_sql(
@@ -100,6 +102,8 @@ class EventsSql(SqlBase):
         # No transaction: one statement sees one snapshot (on PostgreSQL a BEGIN and a COMMIT would be two
         # more round trips per page; the partitioned table's statements per month, ``_page_windows``).
         recs = await self._events_page_recs(filters, limit, after, EVENT_SELECT)
+        if not recs and filters.readable_by is not None:
+            await self.require_usable_token(filters.readable_by)
         items = [self._stored(r) for r in recs[:limit]]
         next_key = (items[-1].event.timestamp, items[-1].event.event_id) if len(recs) > limit else None
         return Page(items, next_key)

@@ -68,6 +68,8 @@ class ProjectionSql(EventsSql):
             conds.append(("deleted_at IS NULL", ()))
         elif f.status == "deleted":
             conds.append(("deleted_at IS NOT NULL", ()))
+        if f.readable_by is not None:
+            conds.append(self.usable_token_condition(f.readable_by))
         return conds
 
     async def get_resource(self, key: ResourceKey) -> ResourceRow | None:
@@ -98,6 +100,8 @@ class ProjectionSql(EventsSql):
     ) -> Page[ResourceRow, ResourceKey]:
         # One statement, no transaction: see list_events.
         recs = await self._fetch(*self.resources_page_sql(filters, limit, after))
+        if not recs and filters.readable_by is not None:
+            await self.require_usable_token(filters.readable_by)
         items = [self._row(r) for r in recs[:limit]]
         return Page(items, items[-1].key if len(recs) > limit else None)
 
