@@ -18,6 +18,7 @@ from ._event import EventInvalid as EventInvalid
 from ._event import ResourceKey as ResourceKey
 from ._event import StoredEvent as StoredEvent
 from ._event import category_of as category_of
+from ._event import has_digit_run as has_digit_run
 from ._event import may_hold_wide_integer as may_hold_wide_integer
 from ._event import parse_event as parse_event
 from ._fold import DELETED as DELETED
@@ -109,6 +110,7 @@ __all__ = [
     "fact_usage",
     "fold_order",
     "format_instant",
+    "has_digit_run",
     "interval_usage",
     "is_snapshot",
     "lifecycle",

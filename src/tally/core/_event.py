@@ -24,7 +24,7 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # An integer outside that range takes at least 19 digits in JSON text; a translate and a substring
 # search find such a run several times faster than a regular expression.
 _DIGIT_MASK = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
-_LONG_RUN = b"0" * 19
+WIDE_INTEGER_DIGITS = 19
 MAX_EVENT_ID = 256
 MAX_EVENT_TYPE = 512
 MAX_TEXT = 512
@@ -162,9 +162,14 @@ class StoredEvent:
         return wire
 
 
+def has_digit_run(text: bytes, length: int) -> bool:
+    """Whether ``text`` holds ``length`` ASCII digits in a row."""
+    return b"0" * length in text.translate(_DIGIT_MASK)
+
+
 def may_hold_wide_integer(text: bytes) -> bool:
     """Whether JSON ``text`` may hold an integer outside the signed 64-bit range (a run of 19 digits)."""
-    return _LONG_RUN in text.translate(_DIGIT_MASK)
+    return has_digit_run(text, WIDE_INTEGER_DIGITS)
 
 
 def _content_problem(raw: Mapping[str, Any]) -> str | None:

@@ -1,14 +1,13 @@
 """Who is calling: the internal token, ingest credentials and API tokens, from ``Authorization: Bearer``.
 
-Secrets are never stored: the store holds the sha256 of each ingest credential
-and API token and is asked for the hash on every request, so a revoked or
-expired secret is refused from the next request on. The lean lane's listings
-ask in the page's own statement instead of a round trip of their own: the role
-of a read_all or admin token found usable is remembered (``KnownTokens``, by
-hash), and the listing is read as that token (``readable_by``), which the
-store refuses with ``TokenNotUsable`` once the token is revoked or expired. The internal token comes from the
-settings and is compared in constant time. ``TALLY_REPORTING_AUTH_MODE=disabled``
-lets every caller through as an admin with no ingest scope (local runs only).
+Secrets are never stored: the store holds the sha256 of each ingest credential and API token and is
+asked for the hash on every request, so a revoked or expired secret is refused from the next request on.
+The lean lane's listings ask in the page's own statement instead of a round trip of their own: the role
+of a read_all or admin token found usable is remembered (``KnownTokens``, by hash), and the listing is
+read as that token (``readable_by``), which the store refuses with ``TokenNotUsable`` once the token is
+revoked or expired. The internal token comes from the settings and is compared in constant time.
+``TALLY_REPORTING_AUTH_MODE=disabled`` lets every caller through as an admin with no ingest scope (local
+runs only).
 """
 
 from __future__ import annotations

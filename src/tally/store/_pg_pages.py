@@ -25,13 +25,12 @@ from typing import Any
 import orjson
 from psycopg.adapt import Buffer, Loader
 
-from tally.core import ResourceKey, parse_instant
+from tally.core import ResourceKey, has_digit_run, parse_instant
 
 from ._interface import EventKey, Page
 from ._sql_text import loads_json
 
-_DIGITS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
-_LONG_NUMBER = b"0" * 17
+_LONG_NUMBER_DIGITS = 17  # a float of at least 1e16 in plain decimal
 _SMALL_NUMBER = b"0.0000"
 
 
@@ -45,7 +44,7 @@ class RawJsonb(Loader):
 def _documents(texts: list[bytes | None]) -> tuple[list[Any], bool]:
     """The documents parsed (None stays None), and whether every number in them is plain."""
     joined = b"\n".join(t for t in texts if t is not None)
-    if _LONG_NUMBER in joined.translate(_DIGITS):
+    if has_digit_run(joined, _LONG_NUMBER_DIGITS):
         return [None if t is None else loads_json(t) for t in texts], False
     loads = orjson.loads
     return [None if t is None else loads(t) for t in texts], _SMALL_NUMBER not in joined

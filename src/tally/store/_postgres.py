@@ -479,8 +479,7 @@ class PostgresStore(UsageReads, SqlStore):
         self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
     ) -> Page[dict[str, Any], EventKey]:
         recs = await self._events_page_recs(filters, limit, after, EVENT_JSON_SELECT, raw_json=True)
-        if not recs and filters.readable_by is not None:
-            await self.require_usable_token(filters.readable_by)
+        await self.check_empty_page_reader(recs, filters.readable_by)
         return events_json_page(recs, limit)
 
     async def list_resources_json(
@@ -488,8 +487,7 @@ class PostgresStore(UsageReads, SqlStore):
     ) -> Page[dict[str, Any], ResourceKey]:
         sql = self.resources_page_sql(filters, limit, after, select=ROW_JSON_SELECT)
         recs = await self._fetch(*sql, raw_json=True)
-        if not recs and filters.readable_by is not None:
-            await self.require_usable_token(filters.readable_by)
+        await self.check_empty_page_reader(recs, filters.readable_by)
         return resources_json_page(recs, limit)
 
     # -- conversions ----------------------------------------------------------------------------------

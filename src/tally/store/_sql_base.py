@@ -84,10 +84,13 @@ class SqlBase(ABC):
         """The condition of a listing read for an API token (``readable_by``): the token is usable now."""
         return (USABLE_TOKEN_SQL, (token_hash, self.ts(utc_now())))
 
-    async def require_usable_token(self, token_hash: str) -> None:
-        """Raise ``TokenNotUsable`` unless the API token is usable: a listing's page that came back
-        empty cannot tell whether its condition or its filters left every row out."""
-        if not await self._fetch(f"SELECT 1 WHERE {USABLE_TOKEN_SQL}", (token_hash, self.ts(utc_now()))):
+    async def check_empty_page_reader(self, recs: Sequence[Any], readable_by: str | None) -> None:
+        """Raise ``TokenNotUsable`` when a page read for an API token (``readable_by``) came back empty
+        and the token is not usable: such a page cannot tell whether its token condition or its filters
+        left every row out (a page with rows was read while the token was usable)."""
+        if recs or readable_by is None:
+            return
+        if not await self._fetch(f"SELECT 1 WHERE {USABLE_TOKEN_SQL}", (readable_by, self.ts(utc_now()))):
             raise TokenNotUsable("the API token is unknown, revoked or expired")
 
     def opt_ts(self, value: datetime | None) -> Any:

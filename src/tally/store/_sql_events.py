@@ -102,8 +102,7 @@ class EventsSql(SqlBase):
         # No transaction: one statement sees one snapshot (on PostgreSQL a BEGIN and a COMMIT would be two
         # more round trips per page; the partitioned table's statements per month, ``_page_windows``).
         recs = await self._events_page_recs(filters, limit, after, EVENT_SELECT)
-        if not recs and filters.readable_by is not None:
-            await self.require_usable_token(filters.readable_by)
+        await self.check_empty_page_reader(recs, filters.readable_by)
         items = [self._stored(r) for r in recs[:limit]]
         next_key = (items[-1].event.timestamp, items[-1].event.event_id) if len(recs) > limit else None
         return Page(items, next_key)

@@ -100,8 +100,7 @@ class ProjectionSql(EventsSql):
     ) -> Page[ResourceRow, ResourceKey]:
         # One statement, no transaction: see list_events.
         recs = await self._fetch(*self.resources_page_sql(filters, limit, after))
-        if not recs and filters.readable_by is not None:
-            await self.require_usable_token(filters.readable_by)
+        await self.check_empty_page_reader(recs, filters.readable_by)
         items = [self._row(r) for r in recs[:limit]]
         return Page(items, items[-1].key if len(recs) > limit else None)
 
