@@ -43,6 +43,11 @@ def test_any_document_is_written_as_json_dumps_writes_it(value: Any) -> None:
     assert (standard(value) if out is None else out) == standard(value)
 
 
+@pytest.mark.parametrize("value", [1.192092896e-7, -1e16, 1.5e-05, [1e-7], {"a": 2e-5}])
+def test_a_float_written_in_another_form_is_left_to_json_even_bare(value: Any) -> None:
+    assert (fast_json(value) or standard(value)) == standard(value)
+
+
 @pytest.mark.parametrize(
     "value",
     [

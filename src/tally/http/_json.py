@@ -69,6 +69,9 @@ def _escape(match: re.Match[str]) -> str:
 
 def _floats_may_differ(out: bytes) -> bool:
     """Whether repr may write a float of orjson's ``out`` otherwise (never a false no); C-speed scans."""
+    if out[:1] not in (b"[", b"{"):
+        # A bare scalar: the scans find a number by what stands before and after it.
+        out = b"[" + out + b"]"
     if _SMALL in out and _SMALL_STARTS.search(out):
         return True
     return _EXPONENT_END.search(out.translate(_MASK)) is not None
