@@ -171,7 +171,7 @@ def _volume_typed_by_id(make_wire: Any, **payload: Any) -> dict[str, Any]:
 
 
 async def test_size_names_replace_ids_and_keep_the_original(store: Store, make_wire: Any) -> None:
-    await store.replace_size_names("os-dev", [SSD])
+    await store.learn_size_names("os-dev", [SSD])
     pipeline = IngestPipeline(store, require_size_schema=True)
     item = _volume_typed_by_id(make_wire, provider={"o": 1})
     assert (await pipeline.ingest([item])).accepted == 1
@@ -189,7 +189,7 @@ async def test_a_store_of_one_connection_ingests_sized_events_of_a_scope(
     schemas) must be read first: with one connection, a lookup inside would wait for ever."""
     async with open_store(request.getfixturevalue("pg_schema_url"), max_conns=1) as store:
         await store.migrate_up()
-        await store.replace_size_names("os-dev", [SSD])
+        await store.learn_size_names("os-dev", [SSD])
         pipeline = IngestPipeline(store, require_size_schema=True)
         volume = _volume_typed_by_id(make_wire)
         outside = make_wire("o", cloud="os-other", resource_id="vm-9")

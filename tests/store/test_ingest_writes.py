@@ -115,15 +115,6 @@ async def test_a_failed_batch_stores_nothing(store: Store, make_event) -> None:
     assert (await store.list_rejected()).items == []
 
 
-async def test_size_names_are_replaced_per_cloud(store: Store) -> None:
-    from tally.store import SizeName
-
-    await store.replace_size_names("os-dev", [SizeName("os-dev", "volume", "type", "id-1", "ssd")])
-    await store.replace_size_names("os-dev", [SizeName("os-dev", "volume", "type", "id-2", "hdd")])
-    await store.replace_size_names("os-other", [SizeName("os-other", "volume", "type", "id-1", "x")])
-    assert [(n.value, n.name) for n in await store.size_names("os-dev")] == [("id-2", "hdd")]
-
-
 async def test_rebuild_replays_the_projection(store: Store, make_event) -> None:
     for i in range(3):
         await store.write_batch([make_event("compute.instance.create.end", resource_id=f"vm-{i}")])

@@ -44,6 +44,9 @@ from ._labels import KNOWN_STATES as KNOWN_STATES
 from ._labels import MAPPED_EVENT_TYPES as MAPPED_EVENT_TYPES
 from ._labels import OTHER as OTHER
 from ._labels import bounded as bounded
+from ._size_names import SizeNames as SizeNames
+from ._size_names import name_event_size as name_event_size
+from ._size_names import named_size as named_size
 from ._snapshot import snapshot_for as snapshot_for
 from ._time import INSTANT_EDGE_PATTERN as INSTANT_EDGE_PATTERN
 from ._time import ONE_MICROSECOND as ONE_MICROSECOND
@@ -96,6 +99,7 @@ __all__ = [
     "Lifecycle",
     "ResourceKey",
     "ResourceRow",
+    "SizeNames",
     "StoredEvent",
     "UsageFact",
     "UsageLine",
@@ -115,6 +119,8 @@ __all__ = [
     "is_snapshot",
     "lifecycle",
     "may_hold_wide_integer",
+    "name_event_size",
+    "named_size",
     "needs_replay",
     "numeric_members",
     "parse_event",

@@ -20,12 +20,12 @@ import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from tally.core import Event, EventInvalid, ResourceKey, parse_event, utc_now
+from tally.core import Event, EventInvalid, ResourceKey, name_event_size, parse_event, utc_now
 from tally.store import AuditEntry, DeadLetter, ResourceType, SizeName, Store
 
 from . import _metrics as metrics
@@ -210,28 +210,6 @@ def _name_one(item: object, scope: IngestScope | None, named: _Named) -> None:
             pairs.add((platform, resource_type))
 
 
-def _apply_size_names(event: Event, names: Mapping[tuple[str, str, str], str]) -> Event:
-    size = event.size
-    if size is None or not names:
-        return event
-    replaced: dict[str, Any] = {}
-    new_size = dict(size)
-    for member, value in size.items():
-        if isinstance(value, str):
-            name = names.get((event.resource_type, member, value))
-            if name is not None:
-                replaced[member] = value
-                new_size[member] = name
-    if not replaced:
-        return event
-    payload = dict(event.payload)
-    provider = dict(payload.get("provider") or {})
-    provider["size_as_reported"] = replaced
-    payload["provider"] = provider
-    payload["size"] = new_size
-    return replace(event, payload=payload)
-
-
 class IngestPipeline:
     """Validate, name, check, deduplicate and fold a batch of wire events into the store."""
 
@@ -369,7 +347,7 @@ class IngestPipeline:
             )
             return None
         if event.size is not None:
-            event = _apply_size_names(event, lookups.names[event.cloud])
+            event = name_event_size(event, lookups.names[event.cloud])
             validator = lookups.validators[(event.platform, event.resource_type)]
             size = event.size or {}
             if validator is None:

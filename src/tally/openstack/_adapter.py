@@ -9,9 +9,11 @@
 4. Concurrently, each read to its end: live servers, soft-deleted servers (restorable,
    so observed alive, in state soft_deleted), deleted servers (only with
    a window; each with its launch and flavor, which book a whole life the bus
-   missed), flavors (only below 2.47), volumes, floating IPs, images (visible
-   to all, then the hidden ones), load balancers (only with include_octavia).
-5. Size names: a second token request, then cinder's volume types, private ones too.
+   missed), flavors (only below 2.47), and each service the settings include:
+   volumes, floating IPs, images (visible to all, then the hidden ones), load
+   balancers (octavia is left out unless included; the others are in unless left out).
+5. Size names: a second token request, then cinder's volume types, private ones too
+   (none without cinder: nothing asks for them).
 
 Every request but keystone's (the token POSTs, and the version document the
 generic plugins read) is a GET one of the eight access rules of a read-only
@@ -169,9 +171,6 @@ class OpenStackAdapter:
         request: ObserveRequest,
     ) -> Observation:
         out = _Collected()
-        types = {"instance", "volume", "floating_ip", "image"}
-        if settings.include_octavia:
-            types.add("loadbalancer")
         progress = request.progress
         flavors_embedded = microversion is not None and microversion >= EMBEDDED_FLAVOR
         # Only nova is told the microversion: the header names compute, and the other APIs have their own.
@@ -312,11 +311,14 @@ class OpenStackAdapter:
                 tg.start_soon(guarded, "instance", "server", deleted_servers)
             if not flavors_embedded:
                 tg.start_soon(guarded, "instance", "flavor", flavor_catalog)
-            tg.start_soon(guarded, "volume", "volume", volumes)
-            tg.start_soon(guarded, "floating_ip", "floating_ip", floating_ips)
-            tg.start_soon(guarded, "image", "image", images)
-            if settings.include_octavia:
-                tg.start_soon(guarded, "loadbalancer", "loadbalancer", loadbalancers)
+            for resource_type, listing in (
+                ("volume", volumes),
+                ("floating_ip", floating_ips),
+                ("image", images),
+                ("loadbalancer", loadbalancers),
+            ):
+                if resource_type in settings.resource_types:
+                    tg.start_soon(guarded, resource_type, resource_type, listing)
 
         # Below 2.47 with the flavor listing refused, flavors stays None: servers are observed without sizes.
         for doc in servers:
@@ -328,13 +330,15 @@ class OpenStackAdapter:
         return Observation(
             resources=tuple(out.resources),
             deleted=tuple(out.deleted),
-            enumerated_types=frozenset(types),
+            enumerated_types=settings.resource_types,
             incomplete_types=frozenset(out.incomplete),
             errors=tuple(out.errors),
         )
 
     async def list_size_names(self, progress: Progress) -> list[SizeNameEntry]:
         settings = self._settings()
+        if not settings.include_cinder:
+            return []
         progress.begin("volume_type")
         try:
             try:

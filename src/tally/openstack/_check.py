@@ -101,7 +101,7 @@ async def _reach(
     client: httpx.AsyncClient, grant: Grant, settings: OpenStackSettings, report: AccountCheck
 ) -> None:
     for service, path, versioned, key, params, owner in LISTINGS:
-        if service == "load-balancer" and not settings.include_octavia:
+        if not settings.includes(service):
             continue
         try:
             url = (
@@ -144,7 +144,7 @@ async def _rules(
     client: httpx.AsyncClient, grant: Grant, settings: OpenStackSettings, report: AccountCheck
 ) -> None:
     for service, rule, suffix, versioned in RULES:
-        if service == "load-balancer" and not settings.include_octavia:
+        if not settings.includes(service):
             continue
         try:
             url = (

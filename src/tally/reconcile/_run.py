@@ -59,10 +59,11 @@ from . import _metrics
 from ._adapter import Adapter, ObserveRequest, Progress
 from ._booking import IngestsEvents, book
 from ._diff import date_absence_deletes, diff, restore_vouched_facts
-from ._errors import RunAborted, SizeNamesFailed
+from ._errors import RunAborted
 from ._handover import ran_recently, take_over
 from ._model import Deferral, DeferredCorrection, EarlierRun, Kind, Plan, Reason, SyncOutcome
 from ._model import Status as RunStatus
+from ._names import learn_size_names
 from ._rules import cap_errors, deleted_servers_window, held_no_row
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class SyncStore(Protocol):
     """The store methods a run uses (``tally.store.Store`` provides them)."""
 
     async def sync_rows(self, cloud: str, resource_type: str) -> list[SyncRow]: ...
-    async def replace_size_names(self, cloud: str, rows: Sequence[SizeName]) -> None: ...
+    async def learn_size_names(self, cloud: str, rows: Sequence[SizeName]) -> list[SizeName]: ...
     async def start_sync_run(self, cloud: str, started_at: datetime | None = None) -> str: ...
     async def finish_sync_run(
         self, run_id: str, status: Any, stats: Any, completed_at: datetime | None = None
@@ -399,15 +400,9 @@ async def _decide(
     observation = await adapter.observe(ObserveRequest(cloud, poll_at, window.since, progress))
     stats.errors.extend(observation.errors)
 
-    progress.phase = "listing the size names"
-    try:
-        names = await adapter.list_size_names(progress)
-    except SizeNamesFailed as exc:
-        stats.errors.append(f"listing the size names of {cloud}: {exc}")
-    else:
-        await store.replace_size_names(
-            cloud, [SizeName(cloud, n.resource_type, n.member, n.value, n.name) for n in names]
-        )
+    names_failed = await learn_size_names(adapter, store, cloud, progress)
+    if names_failed is not None:
+        stats.errors.append(names_failed)
 
     progress.phase = "reading the projection"
     # Only the types the adapter enumerated: the diff ignores the others' rows anyway.

@@ -1,17 +1,16 @@
 """The built-in scheduler: one actor per configured cloud, in place of the reference's CronJob.
 
-Each actor runs its first sync at its place in the stagger (``_pacing.first_delay``:
-cloud ``i`` of the ``n`` scheduled clouds, by name, at ``i/n`` of its interval, the
-first at once) and then every ``sync_interval_s`` seconds (start to start) with ±10 %
-jitter, so replicas and clouds do not fire in lockstep; an interval of 0 means the
-cloud is synced only on request (its actor only fails, at start, the rows a stopped
-replica left running). A scheduled run that finds the lock held (another replica, or
-an HTTP trigger) skips: the next tick tries again. So does one that finds the cloud
-synced less than ``interval × (1 − 2 × jitter)`` ago by another replica
-(``_handover``), so that replicas sync each cloud about once an interval between
-them, not once each; in told-instant mode run instants are virtual, not comparable
-with the interval, and that rule is off. Every run takes a slot of the service's cap
-first (``_service``).
+Each actor first learns the cloud's size names (cinder's volume types, ``_names``), then runs its
+first sync at its place in the stagger (``_pacing.first_delay``: cloud ``i`` of the ``n`` scheduled
+clouds, by name, at ``i/n`` of its interval, the first at once) and then every ``sync_interval_s``
+seconds (start to start) with ±10 % jitter, so replicas and clouds do not fire in lockstep; an
+interval of 0 means the cloud is synced only on request (its actor only fails, at start, the rows a
+stopped replica left running). A scheduled run that finds the lock held (another replica, or an HTTP
+trigger) skips: the next tick tries again. So does one that finds the cloud synced less than
+``interval × (1 − 2 × jitter)`` ago by another replica (``_handover``), so that replicas sync each
+cloud about once an interval between them, not once each; in told-instant mode run instants are
+virtual, not comparable with the interval, and that rule is off. Every run takes a slot of the
+service's cap first (``_service``).
 
 Told-instant mode (``TALLY_REPORTING_SYNC_CLOCK_URL``) is seed 002's development
 loop built in: before each run the actor reads the simulator's ``GET /clock`` and
@@ -68,15 +67,19 @@ async def run_cloud_scheduler(
     rng = rng or random.Random()
     ctx.started()
     if entry.sync_interval_s == 0:
+        await _learn_size_names(service, cloud, ctx)
         await service.take_over(cloud)
         await ctx.wait_stopping()
         return
     intervals = {c: e.sync_interval_s for c, e in service.entries.items()}
     delay = first_delay(cloud, intervals, rng)
+    # The stagger counts from the actor's start: the names' listing takes its time out of the delay.
+    first_at = anyio.current_time() + delay
     if delay > 0:
         log.info("first scheduled sync cloud=%s in_s=%.1f", cloud, delay)
-        with anyio.move_on_after(delay):
-            await ctx.wait_stopping()
+    await _learn_size_names(service, cloud, ctx)
+    with anyio.move_on_at(first_at):
+        await ctx.wait_stopping()
     min_gap_s = None if clock_url is not None else min_gap(entry.sync_interval_s)
     async with httpx.AsyncClient(timeout=10.0) as client:
         while not ctx.stopping:
@@ -86,6 +89,20 @@ async def run_cloud_scheduler(
             await _tick(service, cloud, client, clock_url, min_gap_s)
             with anyio.move_on_at(next_at):
                 await ctx.wait_stopping()
+
+
+async def _learn_size_names(service: SyncService, cloud: str, ctx: ActorContext) -> None:
+    """Before anything else, so that a notification arriving before the first run finds its volume
+    type's name (``_names``); given up at once when the actor is asked to stop."""
+    async with anyio.create_task_group() as tg:
+
+        async def learn() -> None:
+            await service.learn_size_names(cloud)
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(learn)
+        await ctx.wait_stopping()
+        tg.cancel_scope.cancel()
 
 
 def min_gap(interval_s: float) -> float:

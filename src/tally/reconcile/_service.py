@@ -31,11 +31,13 @@ from tally.core import utc_now
 from tally.store import StoreUnavailable, SyncLockHeld
 
 from . import _metrics
-from ._adapter import Adapter, adapter_class, check_adapter_environments, validate_adapter_config
+from ._adapter import Adapter, Progress, adapter_class, check_adapter_environments, validate_adapter_config
 from ._booking import IngestsEvents
+from ._errors import RunAborted
 from ._handover import take_over
 from ._health import Health, failed_run_error, restored
 from ._model import Status, SyncOutcome
+from ._names import learn_size_names
 from ._pacing import max_concurrent
 from ._run import RunSettings, SyncStore, run_sync
 from ._runner import CloudsReadiness, RunnerOutcome, SyncAlreadyRunning, SyncNotStarted, UnknownCloud
@@ -183,6 +185,21 @@ class SyncService:
         elif outcome.status is Status.NOT_STARTED:
             self._health.failed(cloud, None, now, str(outcome.stats["errors"][0]))
             _metrics.mark_error(cloud, now.timestamp())
+
+    async def learn_size_names(self, cloud: str) -> None:
+        """Learn the cloud's size names outside any run (its scheduler does at start), within the run
+        budget; a failure is logged and changes nothing, as in a run."""
+        entry = self._entries[cloud]
+        if cloud in self._problems:
+            return
+        reason: str | None = f"no answer within the sync budget of {self._settings.budget_s:g} s"
+        with anyio.move_on_after(self._settings.budget_s):
+            try:
+                reason = await learn_size_names(self._open_adapter(entry), self._store, cloud, Progress())
+            except (RunAborted, StoreUnavailable) as exc:
+                reason = str(exc)
+        if reason is not None:
+            log.warning("size names not learnt at start cloud=%s reason=%s", cloud, reason)
 
     async def take_over(self, cloud: str) -> None:
         """Fail the rows of ``cloud`` a stopped holder left running, if its lock is free now (held:

@@ -277,14 +277,15 @@ class Notification:
         return payload
 
     def _cinder(self, r: Resource, seg: Segment) -> dict[str, Any]:
-        assert self.world is not None
-        vtype = self.world.volume_type(seg.volume_type_id or "")
+        # Cinder's notifications name the volume type by id (its ``_usage_from_volume`` reads
+        # ``volume_type_id``) where its listing names it: the collector books the id, and the store
+        # names it by the type listing.
         return {
             "volume_id": r.resource_id,
             "tenant_id": seg.project_id,
             "user_id": r.user_id,
             "size": seg.size_gb,
-            "volume_type": vtype.name if vtype is not None else None,
+            "volume_type": seg.volume_type_id,
             "status": self.state,
             "display_name": r.name,
             "availability_zone": "nova",

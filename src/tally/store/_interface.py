@@ -106,8 +106,10 @@ class Store(Protocol):
         """The size-name rows of one cloud."""
         ...
 
-    async def replace_size_names(self, cloud: str, rows: Sequence[SizeName]) -> None:
-        """Replace all size-name rows of ``cloud`` by ``rows`` in one transaction."""
+    async def learn_size_names(self, cloud: str, rows: Sequence[SizeName]) -> list[SizeName]:
+        """Store the names of ``rows`` (rows already known with the same name are no change; a row
+        an earlier listing stored and this one lacks stays) and, in the same transaction, write each
+        new name into the projection rows whose size still holds its value; returns what was new."""
         ...
 
     # -- resource types -------------------------------------------------------------------------------

@@ -1,6 +1,12 @@
 """The catalog part of the shared SQL: size names per cloud and the size schema of resource types.
 
 A mixin of ``SqlStore`` over the dialect seam (see ``_sql_base``).
+
+Size names are learnt, never forgotten: cinder's notifications carry a volume type's id and its
+listing the name, and a type deleted from the cloud still names the events that carried its id. A
+name learnt for an id some projection rows still hold (their events arrived before any type
+listing) is written into those rows in the same transaction, so the next diff sees no drift and
+books no poll-dated correction; the events themselves are append-only and are named when read.
 """
 
 from __future__ import annotations
@@ -12,6 +18,14 @@ from tally.core import utc_now
 
 from ._interface import ResourceType, RuleViolation, SizeName
 from ._sql_base import SqlBase
+
+# The size with one member set to a name, and one member's text, per dialect; parameters (member,
+# name) and (member) in that order.
+_NAMED_SIZE = {
+    "postgresql": "jsonb_set(size, ARRAY[?::text], to_jsonb(?::text))",
+    "sqlite": "json_set(size, '$.' || ?, ?)",
+}
+_SIZE_MEMBER = {"postgresql": "size->>(?::text)", "sqlite": "json_extract(size, '$.' || ?)"}
 
 
 class CatalogSql(SqlBase):
@@ -25,21 +39,29 @@ class CatalogSql(SqlBase):
         )
         return [SizeName(*rec) for rec in recs]
 
-    async def replace_size_names(self, cloud: str, rows: Sequence[SizeName]) -> None:
+    async def learn_size_names(self, cloud: str, rows: Sequence[SizeName]) -> list[SizeName]:
         for row in rows:
             if row.cloud != cloud:
-                raise RuleViolation(
-                    f"size name row of cloud {row.cloud!r} given to replace those of {cloud!r}"
-                )
+                raise RuleViolation(f"size name row of cloud {row.cloud!r} given to learn those of {cloud!r}")
+        known = {(n.resource_type, n.member, n.value): n.name for n in await self.size_names(cloud)}
+        learnt = [r for r in rows if known.get((r.resource_type, r.member, r.value)) != r.name]
+        if not learnt:
+            return []
+        member_of = _SIZE_MEMBER[self.dialect]
         async with self._tx() as tx:
-            await tx.execute("DELETE FROM size_names WHERE cloud = ?", (cloud,))
-            if rows:
-                await tx.executemany(
-                    "INSERT INTO size_names (cloud, resource_type, member, value, name) "
-                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (cloud, resource_type, member, value) "
-                    "DO UPDATE SET name = excluded.name",
-                    [(r.cloud, r.resource_type, r.member, r.value, r.name) for r in rows],
+            await tx.executemany(
+                "INSERT INTO size_names (cloud, resource_type, member, value, name) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (cloud, resource_type, member, value) "
+                "DO UPDATE SET name = excluded.name",
+                [(r.cloud, r.resource_type, r.member, r.value, r.name) for r in learnt],
+            )
+            for r in learnt:
+                await tx.execute(
+                    f"UPDATE current_resources SET size = {_NAMED_SIZE[self.dialect]} "
+                    f"WHERE cloud = ? AND resource_type = ? AND {member_of} = ?",
+                    (r.member, r.name, cloud, r.resource_type, r.member, r.value),
                 )
+        return learnt
 
     # -- resource types -------------------------------------------------------------------------------
     def _resource_type(self, rec: Sequence[Any]) -> ResourceType:

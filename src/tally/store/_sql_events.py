@@ -14,6 +14,7 @@ from typing import Any
 from tally.core import Event, ResourceKey, StoredEvent, sorted_events
 
 from ._interface import EVENT_GROUPS, Bucket, EventFilter, EventKey, Page, UsageScope
+from ._named import named, size_names_of
 from ._seam import Tx
 from ._sql_base import SqlBase
 from ._sql_text import (
@@ -57,10 +58,11 @@ class EventsSql(SqlBase):
         self, tx: Tx, keys: Sequence[ResourceKey]
     ) -> dict[ResourceKey, list[StoredEvent]]:
         histories: dict[ResourceKey, list[StoredEvent]] = defaultdict(list)
+        names = await size_names_of(tx, {key.cloud for key in keys})
         for start in range(0, len(keys), REBUILD_BATCH):
             chunk = keys[start : start + REBUILD_BATCH]
             for rec in await tx.fetchall(history_by_key_sql(len(chunk)), key_params(chunk)):
-                stored = self._stored(rec)
+                stored = named(self._stored(rec), names)
                 histories[stored.event.key].append(stored)
         return histories
 
@@ -124,7 +126,8 @@ class EventsSql(SqlBase):
             params.append(limit)
         async with self._tx() as tx:
             recs = await tx.fetchall(sql, params)
-        return [self._stored(r) for r in recs]
+            names = await size_names_of(tx, (key.cloud,)) if recs else {}
+        return [named(self._stored(r), names) for r in recs]
 
     async def lifecycle_events(self, key: ResourceKey) -> list[StoredEvent]:
         return await self.resource_history(key)

@@ -26,9 +26,19 @@ from typing import Any
 
 import orjson
 
-from tally.core import Event, ResourceKey, StoredEvent, UsageFact, may_hold_wide_integer, usage_fact
+from tally.core import (
+    Event,
+    ResourceKey,
+    SizeNames,
+    StoredEvent,
+    UsageFact,
+    may_hold_wide_integer,
+    named_size,
+    usage_fact,
+)
 
 from ._interface import Page, UsageScope
+from ._named import NamesByCloud, named, size_names_of
 from ._seam import SqlSeam, StreamingTx
 
 _KEY_CHUNK = 300  # keys per statement: SQLite binds at most a few thousand variables
@@ -149,6 +159,7 @@ async def usage_histories(
     async with store._tx() as tx:
         recs = await tx.fetchall(sql, params)
         keys = [ResourceKey(*r) for r in recs[:limit]]
+        names = await size_names_of(tx, {key.cloud for key in keys})
         # The page's keys are named in the statement: the planner probes the events' index once per key
         # whatever it estimates of a key range (a range joined to the projection may be hashed against
         # a scan of every event).
@@ -158,7 +169,7 @@ async def usage_histories(
             rows = await tx.fetchall(
                 _events_of_keys_sql(store.dialect, len(chunk), event_filter), [*bound, *filter_params]
             )
-            _collect(store, rows, histories)
+            _collect(store, rows, names, histories)
     return Page(histories, keys[-1] if len(recs) > limit else None)
 
 
@@ -189,8 +200,9 @@ async def _cursor_stream(
     async with store._tx() as tx:
         if not isinstance(tx, StreamingTx):
             raise TypeError(f"a {store.dialect} transaction cannot stream")
+        names = await size_names_of(tx, None if scope.cloud is None else (scope.cloud,))
         async with tx.stream(sql, [*key_params, *filter_params], size=rows) as chunks:
-            yield _histories(chunks)
+            yield _histories(chunks, names)
 
 
 def _size_of(text: str | None) -> Any:
@@ -201,9 +213,15 @@ def _size_of(text: str | None) -> Any:
     return json.loads(raw) if may_hold_wide_integer(raw) else orjson.loads(raw)
 
 
-async def _histories(chunks: AsyncIterator[list[tuple[Any, ...]]]) -> AsyncIterator[list[FactHistory]]:
-    """Rows (in key order, then fold order) to whole histories; the last of a chunk may go on in the next."""
+async def _histories(
+    chunks: AsyncIterator[list[tuple[Any, ...]]], names: NamesByCloud
+) -> AsyncIterator[list[FactHistory]]:
+    """Rows (in key order, then fold order) to whole histories, sizes named; the last of a chunk may go
+    on in the next."""
     sizes: dict[str | None, Any] = {}
+    # Sizes as named, per (cloud, type, text); only for the pairs the names hold anything of.
+    named_sizes: dict[tuple[str, str, str | None], Any] = {}
+    naming = {(cloud, rtype) for cloud, of_cloud in names.items() for rtype, _, _ in of_cloud}
     open_key: tuple[str, str, str] | None = None
     facts: list[UsageFact] = []
     done: list[FactHistory] = []
@@ -219,12 +237,31 @@ async def _histories(chunks: AsyncIterator[list[tuple[Any, ...]]]) -> AsyncItera
                 if len(sizes) >= _SIZE_CACHE:
                     sizes.clear()
                 size = sizes[size_text] = _size_of(size_text)
+            if (cloud, rtype) in naming:
+                size = _named_size(named_sizes, names[cloud], cloud, rtype, size_text, size)
             facts.append((at, received, event_id, event_type, project_id, state, size))
         if done:
             yield done
             done = []
     if open_key is not None:
         yield [(ResourceKey(*open_key), facts)]
+
+
+def _named_size(
+    cache: dict[tuple[str, str, str | None], Any],
+    names: SizeNames,
+    cloud: str,
+    rtype: str,
+    text: str | None,
+    size: Any,
+) -> Any:
+    key = (cloud, rtype, text)
+    found = cache.get(key, cache)
+    if found is cache:
+        if len(cache) >= _SIZE_CACHE:
+            cache.clear()
+        found = cache[key] = named_size(rtype, size, names)
+    return found
 
 
 @asynccontextmanager
@@ -244,9 +281,12 @@ async def _pages(store: SqlSeam, scope: UsageScope) -> AsyncIterator[list[FactHi
 
 
 def _collect(
-    store: SqlSeam, rows: Sequence[Sequence[Any]], into: list[tuple[ResourceKey, list[StoredEvent]]]
+    store: SqlSeam,
+    rows: Sequence[Sequence[Any]],
+    names: NamesByCloud,
+    into: list[tuple[ResourceKey, list[StoredEvent]]],
 ) -> None:
-    """Append each key's events (``rows`` come in key order) to ``into``."""
+    """Append each key's events (``rows`` come in key order), their sizes named, to ``into``."""
     from_ts, from_js = store.from_ts, store.from_js
     last: tuple[str, str, str] | None = None
     events: list[StoredEvent] = []
@@ -261,7 +301,7 @@ def _collect(
         if size is not None:
             payload["size"] = from_js(size)
         event = Event(event_id, from_ts(at), etype, platform, cloud, rtype, rid, project_id, source, payload)
-        events.append(StoredEvent(event, from_ts(received)))
+        events.append(named(StoredEvent(event, from_ts(received)), names))
 
 
 class UsageReads:

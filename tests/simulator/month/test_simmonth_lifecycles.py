@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tally.collector import Mapped, map_notification
-from tally.core import StoredEvent, lifecycle, parse_event
+from tally.core import StoredEvent, lifecycle, name_event_size, parse_event
 from tally.simulator import Month, WorldBuilder, WorldError
 from tally.simulator.generator._recorder import Recorder, Tenant
 from tally.simulator.generator._soft_delete import RECLAIM_INTERVAL, reclaim
@@ -69,12 +69,14 @@ def _oracle(world: World, resource_id: str) -> list[Span]:
 
 
 def _collected(rec: Recorder, resource_id: str) -> list[Span]:
-    """The intervals the collector's events fold into, the last one closed at the period's end."""
+    """The intervals the collector's events fold into, the last one closed at the period's end, their
+    volume types named by the type listing as the store names them (cinder notifies the id)."""
+    names = {("volume", "type", t.id): t.name for t in rec.vtypes.values()}
     stored = []
     for n in rec.notifications:
         outcome = map_notification(n.amqp_body(), cloud="os-sim")
         if isinstance(outcome, Mapped) and outcome.event["resource_id"] == resource_id:
-            event = parse_event(outcome.event)
+            event = name_event_size(parse_event(outcome.event), names)
             stored.append(StoredEvent(event, event.timestamp))
     return [(i.start, i.end or T1, i.state, i.project_id, dict(i.size)) for i in lifecycle(stored).intervals]
 

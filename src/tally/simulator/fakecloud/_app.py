@@ -139,6 +139,11 @@ def create_fake_cloud_app(
         return response
 
     async def gate(service: str, *, authenticated: bool = True) -> Response | Token | None:
+        if service in faults.absent:
+            # What a cloud's front answers for a path no service is deployed under.
+            return Response(
+                "<html><body><h1>404 Not Found</h1></body></html>\n", 404, content_type="text/html"
+            )
         if service in faults.down:
             return Response(
                 "<html><body><h1>503 Service Unavailable</h1>\nNo server is available to handle this "
@@ -238,7 +243,10 @@ def create_fake_cloud_app(
             return keystone_refusal(exc)
         value = accounts.issue(token)
         response = json_response(
-            token_body(token, _base_url(), with_catalog="nocatalog" not in request.args), 201
+            token_body(
+                token, _base_url(), with_catalog="nocatalog" not in request.args, absent=faults.absent
+            ),
+            201,
         )
         response.headers["X-Subject-Token"] = value
         return response
@@ -274,7 +282,7 @@ def create_fake_cloud_app(
             return json_response(
                 {"error": {"code": 404, "title": "Not Found", "message": "Could not find token."}}, 404
             )
-        response = json_response(token_body(subject, _base_url()))
+        response = json_response(token_body(subject, _base_url(), absent=faults.absent))
         response.headers["X-Subject-Token"] = request.headers["X-Subject-Token"]
         return response
 

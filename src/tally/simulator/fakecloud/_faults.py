@@ -1,7 +1,7 @@
 """The faults the fake cloud can be told to show, set at start and switched at run time.
 
 Each switch reproduces one way a real cloud fails a sync, as the seed describes
-it: a service that is down or slow, an API whose keystone_authtoken lacks
+it: a service the cloud does not run, one that is down or slow, an API whose keystone_authtoken lacks
 service_type (it refuses restricted application credentials with 401), a listing
 that fails on its third page, a refused admin probe, images glance names no
 owner for, refused flavor and volume type listings, and a platform clock ahead
@@ -28,6 +28,7 @@ class FaultError(ValueError):
 class ApiFaults:
     """The switches; all off by default. Mutable: the control endpoint changes them in place.
 
+    - ``absent``: services the cloud does not run: left out of the catalog, their paths answered 404.
     - ``down``: services answering 503, as the proxy in front of a stopped service does.
     - ``slow``: seconds of latency added to every request of a service.
     - ``no_service_type``: services that refuse every request of a restricted application
@@ -40,6 +41,7 @@ class ApiFaults:
       so every timestamp it shows is shifted forward by it.
     """
 
+    absent: set[str] = field(default_factory=set)
     down: set[str] = field(default_factory=set)
     slow: dict[str, float] = field(default_factory=dict)
     no_service_type: set[str] = field(default_factory=set)
@@ -52,6 +54,7 @@ class ApiFaults:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "absent": sorted(self.absent),
             "down": sorted(self.down),
             "slow": dict(sorted(self.slow.items())),
             "no_service_type": sorted(self.no_service_type),
@@ -83,7 +86,7 @@ class ApiFaults:
         doc: dict[str, Any] = {}
         for item in filter(None, (part.strip() for part in text.split(","))):
             name, _, value = item.partition("=")
-            if name in ("down", "no_service_type", "fail_third_page"):
+            if name in ("absent", "down", "no_service_type", "fail_third_page"):
                 doc.setdefault(name, []).extend(v for v in value.split("+") if v)
             elif name == "slow":
                 service, _, seconds = value.partition(":")
@@ -112,7 +115,7 @@ def _names(key: str, value: object, allowed: tuple[str, ...]) -> set[str]:
 
 
 def _check(key: str, value: object) -> Any:
-    if key in ("down", "no_service_type"):
+    if key in ("absent", "down", "no_service_type"):
         return _names(key, value, SERVICES)
     if key == "fail_third_page":
         return _names(key, value, LISTINGS)

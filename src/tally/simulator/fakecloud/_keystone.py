@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -326,8 +326,11 @@ def _stamp(value: datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def token_body(token: Token, base_url: str, *, with_catalog: bool = True) -> dict[str, Any]:
-    """The token document keystone answers, with the catalog built on ``base_url`` (the request's host)."""
+def token_body(
+    token: Token, base_url: str, *, with_catalog: bool = True, absent: Collection[str] = ()
+) -> dict[str, Any]:
+    """The token document keystone answers, with the catalog built on ``base_url`` (the request's host)
+    and without the services of the types ``absent`` names."""
     user = token.user
     names = token.app_credential.role_names if token.app_credential is not None else user.roles
     roles = [{"id": _hex_id(f"role/{r}"), "name": r} for r in names]
@@ -351,7 +354,7 @@ def token_body(token: Token, base_url: str, *, with_catalog: bool = True) -> dic
         if cred.access_rules is not None:
             body["application_credential"]["access_rules"] = access_rule_refs(cred.access_rules)
     if with_catalog:
-        body["catalog"] = catalog(base_url, token.project_id)
+        body["catalog"] = catalog(base_url, token.project_id, absent)
     return {"token": body}
 
 
@@ -365,9 +368,13 @@ def access_rule_refs(rules: Sequence[Mapping[str, str]]) -> list[dict[str, str]]
     return [{"id": rule.get("id") or _hex_id(f"rule/{i}"), **rule} for i, rule in enumerate(rules)]
 
 
-def catalog(base_url: str, project_id: str) -> list[dict[str, Any]]:
+def catalog(base_url: str, project_id: str, absent: Collection[str] = ()) -> list[dict[str, Any]]:
+    # A service left out takes its aliases along (cinder's volumev3 with block-storage).
+    gone = {name for service_type, name, _ in CATALOG if service_type in absent}
     entries = []
     for service_type, name, path in CATALOG:
+        if name in gone:
+            continue
         url = base_url + path.format(project_id=project_id)
         entries.append(
             {

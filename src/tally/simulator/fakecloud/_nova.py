@@ -7,6 +7,7 @@ nova keeps their rows until an operator archives them.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 from quart import Response
@@ -65,6 +66,10 @@ _STATUS: Final = {
 # The vm_state of a server nova soft-deleted: restorable, listed (like a deleted one) only with
 # deleted=true or changes-since.
 _SOFT_DELETED: Final = "soft_deleted"
+# Real nova touches a deleted server's row once more about two minutes after the deletion (seen on
+# nova 34 with the fake virt driver: the compute host's periodic cleanup of deleted instances), and
+# changes-since reads ``updated``: one deletion can come back in a later run's window.
+DELETED_CLEANUP: Final = timedelta(minutes=2)
 _RESIZE: Final = frozenset({"resize_prep", "resize_migrating", "resize_migrated", "resize_finish"})
 
 
@@ -137,6 +142,13 @@ def _flavor_view(
     return {"id": flavor_id, "links": [{"rel": "bookmark", "href": f"{root}/flavors/{flavor_id}"}]}
 
 
+def _deleted_updated(r: Resource, instant: datetime) -> datetime:
+    """``updated`` of a deleted server as of ``instant``: its deletion, then the cleanup after it."""
+    terminated = r.terminated_at or r.created_at
+    cleaned = terminated + DELETED_CLEANUP
+    return cleaned if instant >= cleaned else terminated
+
+
 def _server(
     ctx: Ctx, r: Resource, seg: Segment | None, version: tuple[int, int], root: str
 ) -> dict[str, Any]:
@@ -146,7 +158,7 @@ def _server(
         last = r.last
         vm_state, task_state, power, status = "deleted", None, 0, "DELETED"
         project, flavor_id = last.project_id, last.flavor_id or ""
-        updated = (r.terminated_at or r.created_at) + skew
+        updated = _deleted_updated(r, ctx.instant) + skew
     else:
         project, flavor_id = seg.project_id, seg.flavor_id or ""
         if seg.transition == "building":
@@ -324,7 +336,7 @@ def servers_detail(ctx: Ctx, version: tuple[int, int], root: str) -> Response:
                 return None
             if project is not None and r.last.project_id != project:
                 return None
-            if since is not None and r.terminated_at is not None and r.terminated_at + skew < since:
+            if since is not None and _deleted_updated(r, instant) + skew < since:
                 return None
             return "deleted"
         seg = r.segment_at(instant)
