@@ -212,16 +212,17 @@ def test_the_collector_books_real_notifications_and_a_sync_books_what_was_lost(
         assert sync(daemon.base_url, CLOUD).status_code == 200  # what the cloud held before
         made = {
             ("instance", seed.tenant.server("collected-vm")),
-            ("volume", seed.tenant.volume("collected-volume")),
+            ("volume", volume := seed.tenant.volume("collected-volume")),
             ("floating_ip", seed.tenant.floating_ip()),
             ("image", seed.tenant.image("collected-image")),
-            ("load_balancer", seed.tenant.load_balancer("collected-lb")),
+            ("loadbalancer", seed.tenant.load_balancer("collected-lb")),
         }
-        until(lambda: made <= set(booked(daemon.base_url, admin_token)), 90, f"the collector booking {made}")
+        until(lambda: made <= set(booked(daemon.base_url, admin_token)), 90, "the collector booking")
         after = sync(daemon.base_url, CLOUD)
         assert after.status_code == 200, after.text
         assert after.json()["stats"]["created"] == 0  # the notifications had booked everything
-        corrected = after.json()["stats"]["updated"]
+        booked_type = booked(daemon.base_url, admin_token)[("volume", volume)]["size"]["type"]
+        api_type = seed.tenant.conn.block_storage.get_volume(volume).volume_type
     # Notifications lost: the daemon is down while resources are made, and its queue is purged.
     lost = {
         ("instance", seed.tenant.server("lost-vm")),
@@ -239,8 +240,8 @@ def test_the_collector_books_real_notifications_and_a_sync_books_what_was_lost(
         assert recovered.status_code == 200, recovered.text
         assert recovered.json()["stats"]["created"] == len(lost)
         assert lost <= set(booked(daemon.base_url, admin_token))
-    if corrected:
+    if booked_type != api_type:
         pytest.xfail(
-            "known defect: cinder's notifications carry the volume type's id, the API its name, so a sync"
-            f" corrects the volume the collector booked (updated={corrected})"
+            "known defect: cinder's notifications carry the volume type's id, so the collector books"
+            f" {booked_type!r} where the API (and a sync) name the type {api_type!r}"
         )
