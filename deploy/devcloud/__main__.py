@@ -7,13 +7,21 @@ import argparse
 import json
 import sys
 
-from . import cloud, install
+from . import cloud, install, processes
 from .errors import DevcloudError
 from .layout import from_env
 
 
 def _say(line: str) -> None:
     print(f"devcloud: {line}", flush=True)
+
+
+def _print_memory(sizes: dict[str, tuple[int, int]]) -> None:
+    print(f"{'program':<18} {'PSS MiB':>8} {'RSS MiB':>8}")
+    for name, (pss, rss) in sorted(sizes.items()):
+        print(f"{name:<18} {pss / 1024:>8.0f} {rss / 1024:>8.0f}")
+    pss_all, rss_all = (sum(values) for values in zip(*sizes.values(), strict=True))
+    print(f"{'all':<18} {pss_all / 1024:>8.0f} {rss_all / 1024:>8.0f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,8 +42,11 @@ def main(argv: list[str] | None = None) -> int:
             _say("stopped")
         elif args.command == "status":
             now = cloud.status(layout)
-            _say("running" if now["whole"] else f"not running (missing: {', '.join(now['missing'])})")
-            return 0 if now["whole"] else 3
+            if not now["whole"]:
+                _say(f"not running whole (running: {', '.join(now['running']) or 'nothing'})")
+                return 3
+            _say("running")
+            _print_memory(processes.memory(layout))
         else:
             if not layout.info_file.is_file():
                 raise DevcloudError(

@@ -151,3 +151,27 @@ def log_tail(layout: Layout, name: str, lines: int = 3) -> str:
         return ""
     tail = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()][-lines:]
     return " | ".join(tail)[-400:]
+
+
+def memory(layout: Layout) -> dict[str, tuple[int, int]]:
+    """(PSS, RSS) in KiB of each running program, its whole session (a gunicorn master and worker)."""
+    alive = running(layout)
+    totals = {name: (0, 0) for name in alive}
+    leaders = {pid: name for name, pid in alive.items()}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            rollup = (stat.parent / "smaps_rollup").read_text()
+        except (OSError, IndexError):
+            continue
+        name = leaders.get(int(fields[3]))  # the session id: the program's first pid
+        if name is None:
+            continue
+        sizes = {
+            line.split(":")[0]: int(line.split()[1])
+            for line in rollup.splitlines()[1:]
+            if line.endswith("kB")
+        }
+        pss, rss = totals[name]
+        totals[name] = (pss + sizes.get("Pss", 0), rss + sizes.get("Rss", 0))
+    return totals
