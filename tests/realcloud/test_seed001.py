@@ -218,11 +218,12 @@ def test_the_collector_books_real_notifications_and_a_sync_books_what_was_lost(
             ("loadbalancer", seed.tenant.load_balancer("collected-lb")),
         }
         until(lambda: made <= set(booked(daemon.base_url, admin_token)), 90, "the collector booking")
+        # What the collector booked from cinder's notification, before any sync could correct it.
+        booked_type = booked(daemon.base_url, admin_token)[("volume", volume)]["size"]["type"]
+        api_type = seed.tenant.conn.block_storage.get_volume(volume).volume_type
         after = sync(daemon.base_url, CLOUD)
         assert after.status_code == 200, after.text
         assert after.json()["stats"]["created"] == 0  # the notifications had booked everything
-        booked_type = booked(daemon.base_url, admin_token)[("volume", volume)]["size"]["type"]
-        api_type = seed.tenant.conn.block_storage.get_volume(volume).volume_type
     # Notifications lost: the daemon is down while resources are made, and its queue is purged.
     lost = {
         ("instance", seed.tenant.server("lost-vm")),
