@@ -51,6 +51,8 @@ def _common(layout: Layout, service: str, service_type: str, password: str, db: 
             "debug": "false",
             "log_dir": "",
             "use_stderr": "true",
+            # A stop waits 10 s before SIGKILL; oslo.service's default grace is 60 s.
+            "graceful_shutdown_timeout": "5",
         },
         "oslo_messaging_notifications": {"driver": "messagingv2", "topics": "notifications"},
         "oslo_concurrency": {"lock_path": str(layout.data / service / "locks")},
