@@ -74,6 +74,9 @@ def _volume(
 ) -> dict[str, Any]:
     vtype = ctx.world.volume_type(seg.volume_type_id or "")
     updated = r.updated_at(ctx.instant)
+    if updated is None and seg.transition is None:
+        # Cinder writes the row again when the create finishes: updated_at is null only while creating.
+        updated = r.created_at
     attachments = []
     if seg.attached_to:
         attachments.append(

@@ -132,7 +132,8 @@ _VERSION_RE: Final = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
 
 
 def api_fault(code: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
-    """The error body nova and cinder share: ``{"badRequest": {"code": 400, "message": ...}}``."""
+    """The error body nova and cinder share: ``{"badRequest": {"code": 400, "message": ...}}``, with the
+    content type their fault wrapper writes (charset included)."""
     names = {
         400: "badRequest",
         401: "unauthorized",
@@ -140,7 +141,11 @@ def api_fault(code: int, message: str, headers: Mapping[str, str] | None = None)
         404: "itemNotFound",
         503: "serviceUnavailable",
     }
-    return json_response({names.get(code, "computeFault"): {"code": code, "message": message}}, code, headers)
+    response = json_response(
+        {names.get(code, "computeFault"): {"code": code, "message": message}}, code, headers
+    )
+    response.headers["Content-Type"] = "application/json; charset=UTF-8"
+    return response
 
 
 def version_text(version: tuple[int, int]) -> str:
@@ -180,9 +185,15 @@ def negotiate_microversion(
         )
     version = (int(match.group(1)), int(match.group(2)))
     if not minimum <= version <= maximum:
+        # The refusal still names the version asked for, in the headers a success would carry.
+        echoed = {"OpenStack-API-Version": f"{services[0]} {value}", "Vary": "OpenStack-API-Version"}
+        if legacy_header is not None:
+            echoed[legacy_header] = value
+            echoed["Vary"] += f", {legacy_header}"
         return api_fault(
             406,
             f"Version {value} is not supported by the API. Minimum is {version_text(minimum)} "
             f"and maximum is {version_text(maximum)}.",
+            echoed,
         )
     return version

@@ -8,6 +8,7 @@ shows the glance status of its segment (``queued`` before its data, ``size`` nul
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Final
 
 from quart import Response
@@ -42,6 +43,10 @@ def versions(root: str) -> Response:
     return json_response({"versions": entries}, 300)
 
 
+def _digest(algorithm: str, text: str) -> str:
+    return hashlib.new(algorithm, text.encode()).hexdigest()
+
+
 def _image(ctx: Ctx, r: Resource, seg: Segment) -> dict[str, Any]:
     updated = r.updated_at(ctx.instant) or r.created_at
     return {
@@ -51,12 +56,13 @@ def _image(ctx: Ctx, r: Resource, seg: Segment) -> dict[str, Any]:
         "status": seg.transition or seg.state,
         "visibility": r.visibility,
         "size": seg.size_bytes,
-        "virtual_size": None,
+        "virtual_size": seg.size_bytes,
         "disk_format": "qcow2" if seg.size_bytes is not None else None,
         "container_format": "bare" if seg.size_bytes is not None else None,
-        "checksum": None,
-        "os_hash_algo": None,
-        "os_hash_value": None,
+        # An image with data has the digests glance computed on upload; one without has none.
+        "checksum": _digest("md5", r.resource_id) if seg.size_bytes is not None else None,
+        "os_hash_algo": "sha512" if seg.size_bytes is not None else None,
+        "os_hash_value": _digest("sha512", r.resource_id) if seg.size_bytes is not None else None,
         "os_hidden": r.hidden,
         "protected": False,
         "min_disk": 0,

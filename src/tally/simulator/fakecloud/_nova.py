@@ -100,7 +100,10 @@ def _version_doc(root: str) -> dict[str, Any]:
         "version": version_text(MAX_VERSION),
         "min_version": version_text(MIN_VERSION),
         "updated": "2013-07-23T11:33:21Z",
-        "links": [{"rel": "self", "href": f"{root}/v2.1/"}],
+        "links": [
+            {"rel": "self", "href": f"{root}/v2.1/"},
+            {"rel": "describedby", "type": "text/html", "href": "http://docs.openstack.org/"},
+        ],
     }
 
 
@@ -121,7 +124,8 @@ def version(root: str) -> Response:
     doc["media-types"] = [
         {"base": "application/json", "type": "application/vnd.openstack.compute+json;version=2.1"}
     ]
-    return json_response({"version": doc})
+    # Nova answers its version document at the base microversion, and says so.
+    return json_response({"version": doc}, headers=version_headers(MIN_VERSION))
 
 
 def _flavor_view(

@@ -57,12 +57,16 @@ def _children(lb_id: str, kind: str, count: int) -> list[dict[str, str]]:
 
 def _lb(ctx: Ctx, r: Resource, seg: Segment) -> dict[str, Any]:
     updated = r.updated_at(ctx.instant)
+    if updated is None and seg.transition is None:
+        # Octavia writes the row again when the provider reports it ACTIVE: null only while pending.
+        updated = r.created_at
     provisioning = seg.transition or ("ERROR" if seg.state == "error" else "ACTIVE")
     return {
         "id": r.resource_id,
         "name": r.name,
         "description": "",
         "project_id": seg.project_id,
+        "tenant_id": seg.project_id,
         "provisioning_status": provisioning,
         "operating_status": "ONLINE" if provisioning == "ACTIVE" else "OFFLINE",
         "admin_state_up": True,
@@ -73,6 +77,7 @@ def _lb(ctx: Ctx, r: Resource, seg: Segment) -> dict[str, Any]:
         "vip_subnet_id": "d4af86e1-0051-488c-b7a0-527f97490c9a",
         "vip_network_id": "d0d217df-3958-4fbf-a3c2-8dad2908c709",
         "vip_qos_policy_id": None,
+        "vip_sg_ids": [],
         "additional_vips": [],
         "vip_vnic_type": "normal",
         "provider": "amphora",
