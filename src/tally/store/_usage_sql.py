@@ -237,7 +237,7 @@ async def _histories(
                 if len(sizes) >= _SIZE_CACHE:
                     sizes.clear()
                 size = sizes[size_text] = _size_of(size_text)
-            if (cloud, rtype) in naming:
+            if naming and (cloud, rtype) in naming:
                 size = _named_size(named_sizes, names[cloud], cloud, rtype, size_text, size)
             facts.append((at, received, event_id, event_type, project_id, state, size))
         if done:
