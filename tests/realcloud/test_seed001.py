@@ -241,3 +241,39 @@ def test_the_collector_books_real_notifications_and_a_sync_books_what_was_lost(
         assert recovered.status_code == 200, recovered.text
         assert recovered.json()["stats"]["created"] == len(lost)
         assert lost <= set(booked(daemon.base_url, admin_token))
+
+
+def test_a_volume_of_a_type_made_after_the_start_is_named_from_its_first_second(
+    seed: Seed, devcloud: dict[str, Any], collecting: dict[str, str], tmp_path: Path
+) -> None:
+    """Real cinder notifies the type's id. A type made after the daemon's scheduler listed the types:
+    the collector books its volume under the id, and the sync that learns the name books no drift,
+    while the record (the row, the lifecycle) names the type from the volume's first second."""
+    env = tally_env(seed, tmp_path / "state", **collecting)
+    type_name = f"tier-{uuid.uuid4().hex[:6]}"
+    with running_daemon(env) as daemon:
+        wait_until_ready(daemon.base_url)
+        admin_token = secret(env, "token", "create", "--role", "admin")
+        vtype = seed.tenant.admin.block_storage.create_type(name=type_name)
+        conn = seed.tenant.conn
+        volume = conn.block_storage.create_volume(name="typed-volume", size=1, volume_type=type_name)
+        conn.block_storage.wait_for_status(volume, status="available", wait=120)
+        key = ("volume", str(volume.id))
+        until(lambda: key in booked(daemon.base_url, admin_token), 90, "the collector booking the volume")
+        assert booked(daemon.base_url, admin_token)[key]["size"]["type"] == vtype.id
+
+        answer = sync(daemon.base_url, CLOUD)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["stats"]["updated"] == 0, "the id was booked as a drift to the name"
+        assert booked(daemon.base_url, admin_token)[key]["size"]["type"] == type_name
+        lifecycle = httpx.get(
+            f"{daemon.base_url}/api/v1/resources/{CLOUD}/volume/{volume.id}/lifecycle",
+            headers={"Authorization": f"Bearer {admin_token}"},
+            timeout=30,
+        )
+        assert lifecycle.status_code == 200, lifecycle.text
+        intervals = lifecycle.json()["intervals"]
+        assert intervals and {i["size"]["type"] for i in intervals} == {type_name}
+        events = lifecycle.json()["events"]
+        assert [e["event_type"] for e in events] == ["volume.create.end"]
+        assert events[0]["payload"]["provider"]["size_as_reported"] == {"type": vtype.id}
