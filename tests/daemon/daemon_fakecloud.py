@@ -34,13 +34,14 @@ def world() -> World:
 
 
 @contextmanager
-def fake_cloud() -> Iterator[str]:
-    """The fake cloud served on an ephemeral port by an event loop in its own thread; its base URL."""
+def fake_cloud(host: str = "127.0.0.1") -> Iterator[str]:
+    """The fake cloud served on an ephemeral port of ``host`` by an event loop in its own thread; its
+    base URL."""
     app = create_fake_cloud_app(world(), VirtualClock(NOW, 0.0))
     with start_blocking_portal(backend="asyncio") as portal:
-        future, port = portal.start_task(serve_fake_cloud, app, "127.0.0.1", 0)
+        future, port = portal.start_task(serve_fake_cloud, app, host, 0)
         try:
-            yield f"http://127.0.0.1:{port}"
+            yield f"http://{host}:{port}"
         finally:
             future.cancel()
 

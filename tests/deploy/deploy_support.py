@@ -48,7 +48,9 @@ async def _exchange(url: str, name: str, *, delete: bool = False) -> None:
             await channel.declare_exchange(name, aio_pika.ExchangeType.TOPIC, durable=False)
 
 
-def _clouds_config(directory: Path, base_url: str) -> Path:
+def clouds_config(directory: Path, base_url: str) -> Path:
+    """clouds.yaml (returned) and tally-clouds.yaml in ``directory``: the one cloud ``CLOUD``, synced
+    on request, through the fake's admin account at ``base_url``."""
     clouds_yaml = write_clouds_yaml(directory, base_url)
     config = directory / "tally-clouds.yaml"
     entry = {"cloud": CLOUD, "platform": "openstack", "adapter": "openstack"}
@@ -64,7 +66,7 @@ def scrape_daemon(directory: Path, amqp_url: str) -> Iterator[Scrapes]:
     anyio.run(_exchange, amqp_url, exchange, backend="asyncio")
     try:
         with fake_cloud() as base_url:
-            clouds_yaml = _clouds_config(directory, base_url)
+            clouds_yaml = clouds_config(directory, base_url)
             common = {
                 "TALLY_REPORTING_INTERNAL_TOKEN": INTERNAL,
                 "TALLY_REPORTING_CLOUDS_CONFIG": str(directory / "tally-clouds.yaml"),

@@ -1,20 +1,17 @@
-"""The Containerfile and its example: linted here (no hadolint on the machine), run as written
-without an engine, and built and run where podman or docker and the base image are at hand."""
+"""The Containerfile and its example: linted here (no hadolint on the machine) and run as written
+without an engine; test_image.py builds the image and runs it."""
 
 from __future__ import annotations
 
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import httpx
-import pytest
 from daemon_support import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +78,7 @@ def test_the_healthcheck_probes_healthz_and_the_base_is_an_argument() -> None:
     steps = final_stage(text)
     [check] = [rest for word, rest in steps if word == "HEALTHCHECK"]
     assert "/healthz" in check and "CMD" in check
+    assert "TALLY_REPORTING_HTTP_PORT" in check, "the probe must ask the port the daemon listens on"
     assert "--format docker" in text, "the build command must keep the HEALTHCHECK (OCI drops it)"
     first = instructions(text)[0]
     assert first[0] == "ARG" and first[1].startswith("BASE=")
@@ -123,64 +121,3 @@ def test_the_example_env_file_runs_as_written(tmp_path: Path) -> None:
         proc.terminate()
         proc.wait(timeout=20)
     assert proc.returncode == 0
-
-
-def _engine() -> str | None:
-    for name in ("podman", "docker"):
-        path = shutil.which(name)
-        if path and subprocess.run([path, "info"], capture_output=True, timeout=30).returncode == 0:
-            return path
-    return None
-
-
-def test_the_image_builds_and_runs_under_an_arbitrary_uid() -> None:
-    engine = _engine()
-    if engine is None:
-        pytest.skip("no container engine answers (podman or docker); the lint tests above still ran")
-    base = "docker.io/library/python:3.11-slim-bookworm"
-    if subprocess.run([engine, "image", "inspect", base], capture_output=True).returncode != 0:
-        pytest.skip(f"the base image {base} is not present locally")
-    tag = f"tally-test:{uuid.uuid4().hex[:8]}"
-    build = [engine, "build", "-t", tag, "-f", str(CONTAINERFILE), str(ROOT)]
-    if engine.endswith("podman"):
-        build[2:2] = ["--format", "docker"]
-    subprocess.run(build, check=True, capture_output=True, timeout=900)
-    port = free_port()
-    name = f"tally-test-{uuid.uuid4().hex[:8]}"
-    try:
-        subprocess.run(
-            [
-                engine,
-                "run",
-                "-d",
-                "--name",
-                name,
-                "--read-only",
-                "--tmpfs",
-                "/tmp",
-                "--user",
-                "123456:0",
-                "-p",
-                f"127.0.0.1:{port}:8080",
-                "--env-file",
-                str(EXAMPLE_ENV),
-                tag,
-            ],
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, subprocess.run(
-                [engine, "logs", name], capture_output=True, text=True
-            ).stderr
-            time.sleep(0.5)
-    finally:
-        subprocess.run([engine, "rm", "-f", name], capture_output=True)
-        subprocess.run([engine, "rmi", "-f", tag], capture_output=True)

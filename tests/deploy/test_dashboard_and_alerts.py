@@ -4,24 +4,17 @@ Prometheus itself uses) and names only metrics a running daemon exposes; the ale
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from deploy_support import Scrapes, exposed_names
+from monitoring_files import RULE_TESTS, RULES, dashboard_expressions, rule_expressions
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-DASHBOARD = DEPLOY / "grafana" / "tally.json"
-RULES = DEPLOY / "prometheus" / "tally-alerts.yaml"
-RULE_TESTS = DEPLOY / "prometheus" / "tally-alerts.test.yaml"
-# Grafana's variables, replaced by what they stand for at query time.
-GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$__range": "1h", "$cloud": ".*", "$instance": ".*"}
 # Names that Prometheus itself provides for every target.
 PROMETHEUS_OWN = {"up"}
 METRIC_NAME = re.compile(r"\btally_[a-z0-9_]+\b")
@@ -35,24 +28,6 @@ def promtool() -> str:
             pytest.fail(message)
         pytest.skip(message)
     return found
-
-
-def dashboard_expressions() -> list[tuple[str, str]]:
-    """(panel title, expression) of every target of every panel."""
-    document: dict[str, Any] = json.loads(DASHBOARD.read_text())
-    found = []
-    for panel in document["panels"]:
-        for target in panel.get("targets", []):
-            expr = target["expr"]
-            for variable, value in GRAFANA_VARIABLES.items():
-                expr = expr.replace(variable, value)
-            found.append((panel["title"], expr))
-    return found
-
-
-def rule_expressions() -> list[tuple[str, str]]:
-    groups = yaml.safe_load(RULES.read_text())["groups"]
-    return [(rule["alert"], rule["expr"]) for group in groups for rule in group["rules"]]
 
 
 def test_every_dashboard_expression_parses(tmp_path: Path) -> None:

@@ -59,3 +59,19 @@ def test_the_runtime_lock_holds_no_test_tool() -> None:
 def test_the_install_scripts_and_the_image_install_from_the_locks() -> None:
     assert "-r requirements-dev.lock" in (ROOT / "scripts/_venv.sh").read_text()
     assert "requirements.lock" in (ROOT / "Containerfile").read_text()
+
+
+def test_the_runtime_lock_pins_the_build_backend() -> None:
+    """The image builds Tally with --no-build-isolation from what the lock installed: the backend
+    must be in it, at a version pyproject's [build-system] allows."""
+    pinned = pins("requirements.lock")
+    build_system = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]
+    for text in build_system["requires"]:
+        requirement = Requirement(text)
+        name = canonicalize_name(requirement.name)
+        assert name in pinned, f"requirements.lock does not pin the build backend {name}: run scripts/lock"
+        assert requirement.specifier.contains(pinned[name]), (
+            f"{name}=={pinned[name]} is outside {requirement}"
+        )
+    containerfile = (ROOT / "Containerfile").read_text()
+    assert "--no-build-isolation" in containerfile and "--no-deps" in containerfile

@@ -12,6 +12,7 @@ from ._logging import setup_logging as setup_logging
 from ._settings import Settings as Settings
 from ._show import redact_url as redact_url
 from ._show import render_settings as render_settings
+from ._state_files import prepare_state_file as prepare_state_file
 
 __all__ = [
     "CloudEntry",
@@ -21,6 +22,7 @@ __all__ = [
     "load_clouds_config",
     "load_settings",
     "parse_clouds_config",
+    "prepare_state_file",
     "redact_url",
     "render_settings",
     "setup_logging",

@@ -29,6 +29,8 @@ from pathlib import Path
 import aiosqlite
 import anyio
 
+from tally.config import prepare_state_file
+
 from . import _metrics
 
 _SCHEMA = """
@@ -242,7 +244,7 @@ class Outbox:
 async def open_outbox(path: Path | str) -> AsyncIterator[Outbox]:
     """Open (creating if needed) the outbox file at ``path``; closes it on exit."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    prepare_state_file(path)
     db = await aiosqlite.connect(str(path))
     try:
         await db.execute("PRAGMA journal_mode=WAL")

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import aiosqlite
 import anyio
 
+from tally.config import prepare_state_file
 from tally.core import ResourceKey, as_utc, parse_instant, utc_now
 
 from ._interface import Bucket, MigrationError, SyncLockHeld
@@ -121,7 +122,7 @@ class SqliteStore(UsageReads, SqlStore):
 
     async def open(self) -> None:
         if self._path != ":memory:":
-            Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+            prepare_state_file(Path(self._path))
         conn = await aiosqlite.connect(self._path, isolation_level=None)
         for pragma in (
             "PRAGMA journal_mode=WAL",
