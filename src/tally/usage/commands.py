@@ -24,6 +24,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from tally.config import Settings
 from tally.core import USAGE_GROUPS, InstantError, UsageWindow, format_instant, parse_instant, utc_now
+from tally.rating import PriceList, PriceListError
+from tally.rating.commands import read_price_list
 from tally.store import StoreError, open_store
 
 from ._export import (
@@ -35,6 +37,7 @@ from ._export import (
     resources_in_scope,
 )
 from ._format import csv_header, csv_rows, csv_text, quantity_members, row_json
+from ._rated_write import write_rated
 
 TOKEN_ENV = "TALLY_API_TOKEN"
 API_PAGE = 1000
@@ -56,6 +59,12 @@ def register(subparsers: Any) -> None:
     for name in ("cloud", "platform", "project-id", "resource-type"):
         p.add_argument(f"--{name}", dest=name.replace("-", "_"), help=f"only this {name.replace('-', ' ')}")
     p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.add_argument(
+        "--price-list",
+        dest="price_list",
+        metavar="FILE",
+        help="rate the usage by this price list (YAML): one priced line per resource, state and SKU",
+    )
     p.add_argument("--out", help="write to this file (default: stdout)")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--store", help="store URL (default: the configured store)")
@@ -124,11 +133,18 @@ def _json_head(query: UsageQuery) -> bytes:
     return orjson.dumps(head)[:-1] + b',"items":['
 
 
-async def _from_store(url: str, query: UsageQuery, fmt: str, out: IO[bytes]) -> None:
+async def _from_store(
+    url: str, query: UsageQuery, fmt: str, out: IO[bytes], price_list: PriceList | None = None
+) -> None:
     async with open_store(url) as store:
         status = await store.schema_status()
         if status.behind:
             raise ValueError(f"the store's schema is at {status.current}, this build needs {status.latest}")
+        if price_list is not None:
+            bar, advance = _progress(await resources_in_scope(store, query), "resources")
+            with bar:
+                await write_rated(store, query, price_list, fmt, out, progress=advance)
+            return
         members = quantity_members(await store.list_resource_types(), query.resource_type)
         columns = query.columns
         bar, advance = _progress(await resources_in_scope(store, query), "resources")
@@ -223,9 +239,23 @@ async def _from_api(base: str, query: UsageQuery, fmt: str, out: IO[bytes]) -> N
             out.write(b"]}\n")
 
 
+def _price_list(args: argparse.Namespace, query: UsageQuery) -> PriceList | None:
+    if args.price_list is None:
+        return None
+    if query.group_by:
+        raise ValueError("--price-list: rating is per resource; leave out --group-by")
+    if args.api:
+        raise ValueError("--price-list: rates from a store; with --api, read a stored list by name")
+    try:
+        return read_price_list(args.price_list)
+    except PriceListError as exc:
+        raise ValueError(f"--price-list {args.price_list}: {exc}") from None
+
+
 def run_usage(args: argparse.Namespace) -> int:
     try:
         query = _query(args)
+        price_list = _price_list(args, query)
     except ValueError as exc:
         return _fail(str(exc))
     try:
@@ -233,7 +263,8 @@ def run_usage(args: argparse.Namespace) -> int:
             if args.api:
                 anyio.run(_from_api, args.api, query, args.format, out)
             else:
-                anyio.run(_from_store, args.store or Settings().store_url, query, args.format, out)
+                url = args.store or Settings().store_url
+                anyio.run(_from_store, url, query, args.format, out, price_list)
     except (ValueError, httpx.HTTPError, OSError, StoreError) as exc:
         return _fail(str(exc))
     return 0

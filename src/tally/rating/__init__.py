@@ -1,0 +1,59 @@
+"""Rating: from metered usage to lines of money, by a versioned price list.
+
+The price list (``load_price_list``: YAML checked into ``Decimal`` models, or one refusal naming the
+member at fault), and rating (``rate_facts``: one resource's usage in a window priced line by line,
+ROUND_HALF_UP to the currency's minor unit per line). Pure: it imports ``tally.core`` only; the
+commands and the routes that read a store live at the edges. docs/invoicing.md is the guide.
+"""
+
+from ._dimensions import DIMENSIONS as DIMENSIONS
+from ._dimensions import Dimension as Dimension
+from ._price_list import PriceList as PriceList
+from ._price_list import PriceListError as PriceListError
+from ._price_list import PriceVersion as PriceVersion
+from ._price_list import TypeRules as TypeRules
+from ._price_list import load_price_list as load_price_list
+from ._price_list import parse_price_list as parse_price_list
+from ._price_list import price_list_document as price_list_document
+from ._price_list import version_document as version_document
+from ._rate import RatedLine as RatedLine
+from ._rate import RatingError as RatingError
+from ._rate import add_totals as add_totals
+from ._rate import billed_us as billed_us
+from ._rate import line_cost as line_cost
+from ._rate import project_totals as project_totals
+from ._rate import quantity_text as quantity_text
+from ._rate import rate_facts as rate_facts
+from ._rate import spans as spans
+from ._rated_format import RATED_COLUMNS as RATED_COLUMNS
+from ._rated_format import rated_cells as rated_cells
+from ._rated_format import rated_head as rated_head
+from ._rated_format import rated_json as rated_json
+from ._rated_format import totals_json as totals_json
+
+__all__ = [
+    "DIMENSIONS",
+    "RATED_COLUMNS",
+    "Dimension",
+    "PriceList",
+    "PriceListError",
+    "PriceVersion",
+    "RatedLine",
+    "RatingError",
+    "TypeRules",
+    "add_totals",
+    "billed_us",
+    "line_cost",
+    "load_price_list",
+    "parse_price_list",
+    "price_list_document",
+    "project_totals",
+    "quantity_text",
+    "rate_facts",
+    "rated_cells",
+    "rated_head",
+    "rated_json",
+    "spans",
+    "totals_json",
+    "version_document",
+]

@@ -1,0 +1,77 @@
+"""The rated export's encodings: CSV lines and JSON items, every amount a decimal text.
+
+One line per resource, project, state, SKU and price version: the usage it rates (presence and
+billed seconds, the consumed quantity in its unit), the rule applied (state factor, unit price)
+and the money (pricing quantity, cost). Quantities are written to the nanounit; a cost is exact
+to the currency's minor unit, and the per-project totals of the JSON are the sums of its lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from tally.core import format_instant, seconds_text
+
+from ._price_list import PriceList
+from ._rate import RatedLine, quantity_text
+
+RATED_COLUMNS = (
+    "cloud",
+    "resource_type",
+    "resource_id",
+    "project_id",
+    "state",
+    "sku",
+    "charge_start",
+    "charge_end",
+    "presence_s",
+    "billed_s",
+    "consumed_quantity",
+    "consumed_unit",
+    "factor",
+    "pricing_quantity",
+    "unit_price",
+    "cost",
+    "currency",
+    "price_list",
+    "version_from",
+)
+
+
+def rated_cells(line: RatedLine, price_list: PriceList) -> list[str]:
+    key = line.key
+    return [
+        key.cloud,
+        key.resource_type,
+        key.resource_id,
+        line.project_id,
+        line.state,
+        line.sku,
+        format_instant(line.charge_start),
+        format_instant(line.charge_end),
+        seconds_text(line.presence_us),
+        seconds_text(line.billed_us),
+        quantity_text(line.consumed),
+        line.dimension.unit,
+        str(line.factor),
+        quantity_text(line.pricing_quantity),
+        str(line.unit_price),
+        str(line.cost),
+        price_list.currency,
+        price_list.name,
+        format_instant(line.version_from),
+    ]
+
+
+def rated_json(line: RatedLine, price_list: PriceList) -> dict[str, str]:
+    return dict(zip(RATED_COLUMNS, rated_cells(line, price_list), strict=True))
+
+
+def totals_json(totals: Mapping[str, Decimal]) -> dict[str, str]:
+    return {project: str(cost) for project, cost in totals.items()}
+
+
+def rated_head(price_list: PriceList) -> dict[str, Any]:
+    return {"price_list": price_list.name, "currency": price_list.currency}

@@ -1,0 +1,46 @@
+"""The rated export over a store: every resource of a query priced by a price list, a chunk at a time.
+
+The store streams the same facts the usage export folds (``Store.open_usage_stream``); each batch
+is rated by ``tally.rating.rate_facts`` in a worker thread while the next one is read, as the
+export folds its own. Rating is per resource, so a rated export has no ``group_by``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from functools import partial
+
+from tally.rating import PriceList, RatedLine, RatingError, rate_facts
+from tally.store import Store
+
+from ._export import FactHistories, Progress, UsageQuery, folded_batches
+
+
+def _rate_batch(
+    query: UsageQuery, price_list: PriceList, batch: FactHistories
+) -> tuple[list[RatedLine], RatingError | None]:
+    # The refusal is returned, not raised: raised in the worker thread, it would reach the caller
+    # wrapped in the task group's ExceptionGroup.
+    window, project_id = query.window, query.project_id
+    lines: list[RatedLine] = []
+    try:
+        for key, facts in batch:
+            lines += rate_facts(key, facts, window, price_list, project_id=project_id)
+    except RatingError as exc:
+        return lines, exc
+    return lines, None
+
+
+async def rated_pages(
+    store: Store, query: UsageQuery, price_list: PriceList, *, progress: Progress | None = None
+) -> AsyncGenerator[list[RatedLine], None]:
+    """Every rated line of the query, a chunk of resources at a time, in key order.
+
+    Raises ``tally.rating.RatingError`` at the first resource the price list cannot place."""
+    async for lines, refused in folded_batches(
+        store, query, partial(_rate_batch, query, price_list), progress
+    ):
+        if refused is not None:
+            raise refused
+        if lines:
+            yield lines
