@@ -20,6 +20,7 @@ from ._interface import EventKey as EventKey
 from ._interface import IngestCredential as IngestCredential
 from ._interface import MigrationError as MigrationError
 from ._interface import Page as Page
+from ._interface import PriceListVersion as PriceListVersion
 from ._interface import Project as Project
 from ._interface import RejectedEvent as RejectedEvent
 from ._interface import RejectedKey as RejectedKey
@@ -31,6 +32,7 @@ from ._interface import RuleViolation as RuleViolation
 from ._interface import SchemaStatus as SchemaStatus
 from ._interface import SizeName as SizeName
 from ._interface import Store as Store
+from ._interface import StoredPriceList as StoredPriceList
 from ._interface import StoreError as StoreError
 from ._interface import StoreUnavailable as StoreUnavailable
 from ._interface import SyncLockHeld as SyncLockHeld
@@ -78,6 +80,7 @@ __all__ = [
     "MigrationError",
     "Page",
     "PartitionStats",
+    "PriceListVersion",
     "ProbeResult",
     "Project",
     "RejectedEvent",
@@ -94,6 +97,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "StoredPriceList",
     "SyncLockHeld",
     "SyncReceipts",
     "SyncRow",

@@ -40,6 +40,7 @@ from ._records import EventFilter as EventFilter
 from ._records import EventKey as EventKey
 from ._records import MigrationError as MigrationError
 from ._records import Page as Page
+from ._records import PriceListVersion as PriceListVersion
 from ._records import Project as Project
 from ._records import RejectedEvent as RejectedEvent
 from ._records import RejectedKey as RejectedKey
@@ -50,6 +51,7 @@ from ._records import ResourceType as ResourceType
 from ._records import RuleViolation as RuleViolation
 from ._records import SchemaStatus as SchemaStatus
 from ._records import SizeName as SizeName
+from ._records import StoredPriceList as StoredPriceList
 from ._records import StoreError as StoreError
 from ._records import StoreUnavailable as StoreUnavailable
 from ._records import SyncLockHeld as SyncLockHeld
@@ -112,6 +114,26 @@ class Store(Protocol):
 
     # -- resource types -------------------------------------------------------------------------------
     async def get_resource_type(self, platform: str, resource_type: str) -> ResourceType | None: ...
+
+    async def put_price_list(
+        self,
+        name: str,
+        currency: str,
+        versions: Sequence[tuple[datetime, Mapping[str, Any]]],
+        *,
+        now: datetime | None = None,
+    ) -> StoredPriceList:
+        """Store a price list's versions (each (effective_from, canonical document)), in one
+        transaction: a version already in force at ``now`` must be given unchanged (else
+        ``RuleViolation`` naming it, and nothing changes); versions not yet in force are replaced
+        by the given ones. A list keeps its currency (``RuleViolation`` otherwise)."""
+        ...
+
+    async def get_price_list(self, name: str) -> StoredPriceList | None: ...
+
+    async def list_price_lists(self) -> list[StoredPriceList]:
+        """Every price list by name, its versions ascending."""
+        ...
 
     async def list_resource_types(self) -> list[ResourceType]:
         """All registered types, ordered by (platform, resource_type)."""

@@ -83,6 +83,24 @@ class SchemaStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class PriceListVersion:
+    """One stored version of a price list: its canonical document (amounts as decimal texts)."""
+
+    effective_from: datetime
+    document: Mapping[str, Any]
+    loaded_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPriceList:
+    """A named price list. Invariant: ``versions`` ascend by ``effective_from``, all in ``currency``."""
+
+    name: str
+    currency: str
+    versions: tuple[PriceListVersion, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SizeName:
     """One size-name row: in ``cloud``, a ``resource_type`` size with ``member`` = ``value`` is ``name``."""
 
