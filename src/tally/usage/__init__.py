@@ -24,7 +24,9 @@ from ._format import csv_rows as csv_rows
 from ._format import csv_text as csv_text
 from ._format import quantity_members as quantity_members
 from ._format import row_json as row_json
+from ._rated import price_list_of as price_list_of
 from ._rated import rated_pages as rated_pages
+from ._rated import stored_price_list as stored_price_list
 from ._read import ExportedLine as ExportedLine
 from ._read import ExportedUsage as ExportedUsage
 from ._read import ExportError as ExportError
@@ -45,6 +47,7 @@ __all__ = [
     "csv_text",
     "folded_batches",
     "group_rows",
+    "price_list_of",
     "quantity_members",
     "rated_pages",
     "read_export",
@@ -53,4 +56,5 @@ __all__ = [
     "resources_in_scope",
     "row_json",
     "rows_after",
+    "stored_price_list",
 ]

@@ -10,10 +10,28 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from functools import partial
 
-from tally.rating import PriceList, RatedLine, RatingError, rate_facts
-from tally.store import Store
+from tally.rating import PriceList, RatedLine, RatingError, parse_price_list, rate_facts
+from tally.store import Store, StoredPriceList
 
 from ._export import FactHistories, Progress, UsageQuery, folded_batches
+
+
+def price_list_of(stored: StoredPriceList) -> PriceList:
+    """The checked price list of a stored one (its versions' canonical documents)."""
+    doc = {
+        "name": stored.name,
+        "currency": stored.currency,
+        "versions": [dict(v.document) for v in stored.versions],
+    }
+    return parse_price_list(doc)
+
+
+async def stored_price_list(store: Store, name: str) -> PriceList:
+    """The stored price list ``name``; ``LookupError`` when the store has none of that name."""
+    stored = await store.get_price_list(name)
+    if stored is None:
+        raise LookupError(f"no price list {name!r} is stored (tally price-list load FILE)")
+    return price_list_of(stored)
 
 
 def _rate_batch(
