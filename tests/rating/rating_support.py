@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tally.core import Event, parse_event
+from tally.core import Event, parse_event, parse_instant
 from tally.store import open_store
 
 SMALL = {"vcpus": 2, "ram_gb": 4, "disk_gb": 20, "flavor": "m1.small"}
@@ -65,3 +65,24 @@ async def seed_store(url: str, events: list[Event] | None = None) -> None:
     async with open_store(url) as store:
         await store.migrate_up()
         await store.write_batch(known_month() if events is None else events)
+
+
+async def seed_accounts(url: str) -> None:
+    """p-1 is billed to account acme until March 1st 12:00, then to account globex; p-2 has no account."""
+    async with open_store(url) as store:
+        p1 = await store.create_project(platform="openstack", cloud="os-dev", external_id="p-1", name="web")
+        acme = await store.create_project(platform="meta", cloud="meta", external_id="acme", name="ACME Corp")
+        globex = await store.create_project(
+            platform="meta", cloud="meta", external_id="globex", name="Globex"
+        )
+        moved = parse_instant("2026-03-01T12:00:00Z")
+        first = await store.create_relation(
+            source_id=p1.id,
+            target_id=acme.id,
+            relation_type="billing_account",
+            valid_from=parse_instant("2026-01-01T00:00:00Z"),
+        )
+        await store.end_relation(first.id, moved)
+        await store.create_relation(
+            source_id=p1.id, target_id=globex.id, relation_type="billing_account", valid_from=moved
+        )

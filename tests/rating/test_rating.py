@@ -129,7 +129,7 @@ def test_a_version_change_splits_the_usage_at_its_instant(facts: list[UsageFact]
     a, b = consumed(one), consumed(two)
     assert a.keys() == b.keys()
     for k in a:
-        assert abs(a[k] - b[k]) < Decimal("1e-40")
+        assert abs(a[k] - b[k]) < Decimal("1e-20")  # the sums above run at 28 digits
 
 
 @settings(max_examples=100, deadline=None)

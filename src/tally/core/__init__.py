@@ -62,9 +62,9 @@ from ._usage import interval_usage as interval_usage
 from ._usage import numeric_members as numeric_members
 from ._usage import resource_usage as resource_usage
 from ._usage import seconds_text as seconds_text
+from ._usage_facts import FactPiece as FactPiece
 from ._usage_facts import UsageFact as UsageFact
 from ._usage_facts import add_fact_group_usage as add_fact_group_usage
-from ._usage_facts import FactPiece as FactPiece
 from ._usage_facts import fact_pieces as fact_pieces
 from ._usage_facts import fact_usage as fact_usage
 from ._usage_facts import usage_fact as usage_fact
@@ -91,8 +91,8 @@ __all__ = [
     "USAGE_GROUPS",
     "Category",
     "Event",
-    "FactPiece",
     "EventInvalid",
+    "FactPiece",
     "GroupKey",
     "InstantError",
     "Interval",

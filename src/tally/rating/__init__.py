@@ -6,8 +6,20 @@ ROUND_HALF_UP to the currency's minor unit per line). Pure: it imports ``tally.c
 commands and the routes that read a store live at the edges. docs/invoicing.md is the guide.
 """
 
+from ._accounts import RELATION_TYPE as RELATION_TYPE
+from ._accounts import Account as Account
+from ._accounts import AccountSpan as AccountSpan
+from ._accounts import BillingAccounts as BillingAccounts
 from ._dimensions import DIMENSIONS as DIMENSIONS
 from ._dimensions import Dimension as Dimension
+from ._focus import COLUMNS as COLUMNS
+from ._focus import FOCUS_COLUMNS as FOCUS_COLUMNS
+from ._focus import FOCUS_VERSION as FOCUS_VERSION
+from ._focus import Correction as Correction
+from ._focus import FocusContext as FocusContext
+from ._focus import focus_cells as focus_cells
+from ._focus import focus_texts as focus_texts
+from ._parquet import FocusParquetWriter as FocusParquetWriter
 from ._price_list import PriceList as PriceList
 from ._price_list import PriceListError as PriceListError
 from ._price_list import PriceVersion as PriceVersion
@@ -32,9 +44,19 @@ from ._rated_format import rated_json as rated_json
 from ._rated_format import totals_json as totals_json
 
 __all__ = [
+    "COLUMNS",
     "DIMENSIONS",
+    "FOCUS_COLUMNS",
+    "FOCUS_VERSION",
     "RATED_COLUMNS",
+    "RELATION_TYPE",
+    "Account",
+    "AccountSpan",
+    "BillingAccounts",
+    "Correction",
     "Dimension",
+    "FocusContext",
+    "FocusParquetWriter",
     "PriceList",
     "PriceListError",
     "PriceVersion",
@@ -43,6 +65,8 @@ __all__ = [
     "TypeRules",
     "add_totals",
     "billed_us",
+    "focus_cells",
+    "focus_texts",
     "line_cost",
     "load_price_list",
     "parse_price_list",

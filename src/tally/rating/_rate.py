@@ -2,7 +2,7 @@
 
 The window is cut at every version's ``effective_from`` inside it, and each span is folded by
 ``tally.core.fact_pieces`` (the export's own fold), so a price change mid-month splits the usage at
-its instant. A piece of presence is booked on a line per (project, state, SKU, version): the SKU
+its instant. A piece of presence is booked on a line per (project, state, SKU, span): the SKU
 names the dimension priced (``instance.vcpu_hour``, ``instance.flavor.m1.small``,
 ``volume.gb_hour.ssd``). Then each line, on its own:
 
@@ -77,10 +77,13 @@ class _Acc:
     unit_us: Any = 0  # member-microseconds (int, or Decimal for a fractional member)
 
 
-def spans(price_list: PriceList, window: UsageWindow) -> list[tuple[datetime, datetime, PriceVersion | None]]:
-    """``[start, end)`` cut at each version's instant inside it, with the version in force on each."""
-    cuts = [v.effective_from for v in price_list.versions if window.start < v.effective_from < window.end]
-    bounds = [window.start, *cuts, window.end]
+def spans(
+    price_list: PriceList, window: UsageWindow, cuts: Sequence[datetime] = ()
+) -> list[tuple[datetime, datetime, PriceVersion | None]]:
+    """``[start, end)`` cut at each version's instant inside it (and at ``cuts``: where a project
+    changes billing account), with the version in force on each span."""
+    instants = {v.effective_from for v in price_list.versions} | set(cuts)
+    bounds = [window.start, *sorted(t for t in instants if window.start < t < window.end), window.end]
     return [(lo, hi, price_list.version_at(lo)) for lo, hi in itertools.pairwise(bounds)]
 
 
@@ -144,7 +147,7 @@ def _book(
             amount = numbers[dim.size] * micros
         else:
             continue  # a size without the member (an instance with no disk_gb): nothing to price
-        slot = (project, state, sku, version.effective_from)
+        slot = (project, state, sku, bounds[0])
         line = acc.get(slot)
         if line is None:
             line = acc[slot] = _Acc(dim, price, version, bounds[0], bounds[1])
@@ -166,7 +169,7 @@ def line_cost(pricing_quantity: Decimal, unit_price: Decimal, minor_unit: int) -
 
 
 def _finish(key: ResourceKey, slot: tuple[str, str, str, datetime], acc: _Acc, minor_unit: int) -> RatedLine:
-    project, state, sku, version_from = slot
+    project, state, sku, _ = slot
     version, ctx = acc.version, _CONTEXT
     billed = billed_us(acc.presence_us, version.granularity_seconds, version.minimum_seconds)
     consumed = ctx.divide(Decimal(acc.unit_us), _US_PER_HOUR)
@@ -181,7 +184,7 @@ def _finish(key: ResourceKey, slot: tuple[str, str, str, datetime], acc: _Acc, m
         state=state,
         sku=sku,
         dimension=acc.dimension,
-        version_from=version_from,
+        version_from=version.effective_from,
         charge_start=acc.start,
         charge_end=acc.end,
         presence_us=acc.presence_us,
@@ -201,10 +204,12 @@ def rate_facts(
     price_list: PriceList,
     *,
     project_id: str | None = None,
+    cuts: Sequence[datetime] = (),
 ) -> list[RatedLine]:
-    """The rated lines of one resource's history in ``window`` (of ``project_id`` when given)."""
+    """The rated lines of one resource's history in ``window`` (of ``project_id`` when given), a line
+    per span between version instants and ``cuts``."""
     acc: dict[tuple[str, str, str, datetime], _Acc] = {}
-    for lo, hi, version in spans(price_list, window):
+    for lo, hi, version in spans(price_list, window, cuts):
         if lo >= window.clip:
             break
         pieces, _ = fact_pieces(facts, UsageWindow(lo, hi, window.upto, window.as_of))

@@ -303,6 +303,13 @@ class Store(Protocol):
         """All relations valid at ``at`` (None: the active ones), for graph walks and the cycle guard."""
         ...
 
+    async def relations_between(
+        self, start: datetime, end: datetime, *, relation_type: str
+    ) -> list[Relation]:
+        """The relations of ``relation_type`` valid at some instant of ``[start, end)``, by ``valid_from``
+        (an invoice's billing accounts: a project may move between two inside its period)."""
+        ...
+
     async def update_relation(
         self,
         relation_id: str,

@@ -7,7 +7,8 @@ export folds its own. Rating is per resource, so a rated export has no ``group_b
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
+from datetime import datetime
 from functools import partial
 
 from tally.rating import PriceList, RatedLine, RatingError, parse_price_list, rate_facts
@@ -35,7 +36,7 @@ async def stored_price_list(store: Store, name: str) -> PriceList:
 
 
 def _rate_batch(
-    query: UsageQuery, price_list: PriceList, batch: FactHistories
+    query: UsageQuery, price_list: PriceList, cuts: Sequence[datetime], batch: FactHistories
 ) -> tuple[list[RatedLine], RatingError | None]:
     # The refusal is returned, not raised: raised in the worker thread, it would reach the caller
     # wrapped in the task group's ExceptionGroup.
@@ -43,21 +44,26 @@ def _rate_batch(
     lines: list[RatedLine] = []
     try:
         for key, facts in batch:
-            lines += rate_facts(key, facts, window, price_list, project_id=project_id)
+            lines += rate_facts(key, facts, window, price_list, project_id=project_id, cuts=cuts)
     except RatingError as exc:
         return lines, exc
     return lines, None
 
 
 async def rated_pages(
-    store: Store, query: UsageQuery, price_list: PriceList, *, progress: Progress | None = None
+    store: Store,
+    query: UsageQuery,
+    price_list: PriceList,
+    *,
+    cuts: Sequence[datetime] = (),
+    progress: Progress | None = None,
 ) -> AsyncGenerator[list[RatedLine], None]:
-    """Every rated line of the query, a chunk of resources at a time, in key order.
+    """Every rated line of the query, a chunk of resources at a time, in key order; lines are cut at
+    the versions' instants and at ``cuts`` (where a project changes billing account).
 
     Raises ``tally.rating.RatingError`` at the first resource the price list cannot place."""
-    async for lines, refused in folded_batches(
-        store, query, partial(_rate_batch, query, price_list), progress
-    ):
+    rate = partial(_rate_batch, query, price_list, cuts)
+    async for lines, refused in folded_batches(store, query, rate, progress):
         if refused is not None:
             raise refused
         if lines:

@@ -36,6 +36,7 @@ from ._export import (
     resource_pages,
     resources_in_scope,
 )
+from ._focus_write import write_focus
 from ._format import csv_header, csv_rows, csv_text, quantity_members, row_json
 from ._rated_write import write_rated
 
@@ -58,7 +59,17 @@ def register(subparsers: Any) -> None:
     )
     for name in ("cloud", "platform", "project-id", "resource-type"):
         p.add_argument(f"--{name}", dest=name.replace("-", "_"), help=f"only this {name.replace('-', ' ')}")
-    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.add_argument(
+        "--format",
+        choices=("csv", "json", "focus-csv", "focus-parquet"),
+        default="csv",
+        help="csv or json; focus-csv and focus-parquet (FOCUS 1.2) need --price-list",
+    )
+    p.add_argument(
+        "--provider",
+        default="OpenStack",
+        help="the FOCUS ProviderName, PublisherName and InvoiceIssuerName (default: OpenStack)",
+    )
     p.add_argument(
         "--price-list",
         dest="price_list",
@@ -134,7 +145,7 @@ def _json_head(query: UsageQuery) -> bytes:
 
 
 async def _from_store(
-    url: str, query: UsageQuery, fmt: str, out: IO[bytes], price_list: PriceList | None = None
+    url: str, query: UsageQuery, fmt: str, out: IO[bytes], price_list: PriceList | None, provider: str
 ) -> None:
     async with open_store(url) as store:
         status = await store.schema_status()
@@ -143,7 +154,10 @@ async def _from_store(
         if price_list is not None:
             bar, advance = _progress(await resources_in_scope(store, query), "resources")
             with bar:
-                await write_rated(store, query, price_list, fmt, out, progress=advance)
+                if fmt.startswith("focus-"):
+                    await write_focus(store, query, price_list, fmt, out, provider=provider, progress=advance)
+                else:
+                    await write_rated(store, query, price_list, fmt, out, progress=advance)
             return
         members = quantity_members(await store.list_resource_types(), query.resource_type)
         columns = query.columns
@@ -241,6 +255,8 @@ async def _from_api(base: str, query: UsageQuery, fmt: str, out: IO[bytes]) -> N
 
 def _price_list(args: argparse.Namespace, query: UsageQuery) -> PriceList | None:
     if args.price_list is None:
+        if args.format.startswith("focus-"):
+            raise ValueError(f"--format {args.format}: a FOCUS export is rated: give --price-list")
         return None
     if query.group_by:
         raise ValueError("--price-list: rating is per resource; leave out --group-by")
@@ -264,7 +280,7 @@ def run_usage(args: argparse.Namespace) -> int:
                 anyio.run(_from_api, args.api, query, args.format, out)
             else:
                 url = args.store or Settings().store_url
-                anyio.run(_from_store, url, query, args.format, out, price_list)
+                anyio.run(_from_store, url, query, args.format, out, price_list, args.provider)
     except (ValueError, httpx.HTTPError, OSError, StoreError) as exc:
         return _fail(str(exc))
     return 0
