@@ -29,6 +29,7 @@ from ._price_list import parse_price_list as parse_price_list
 from ._price_list import price_list_document as price_list_document
 from ._price_list import version_document as version_document
 from ._rate import RatedLine as RatedLine
+from ._rate import Rater as Rater
 from ._rate import RatingError as RatingError
 from ._rate import add_totals as add_totals
 from ._rate import billed_us as billed_us
@@ -61,6 +62,7 @@ __all__ = [
     "PriceListError",
     "PriceVersion",
     "RatedLine",
+    "Rater",
     "RatingError",
     "TypeRules",
     "add_totals",

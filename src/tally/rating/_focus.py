@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from functools import lru_cache
 from typing import Final
 
 from tally.core import seconds_text
@@ -136,6 +137,12 @@ def _description(line: RatedLine) -> str:
     return f"{what}, {line.state}"
 
 
+@lru_cache(maxsize=1024)
+def _focus_instant(at: datetime) -> str:
+    # FOCUS's Date/Time format: ISO 8601, UTC, to the second. A month's rows share a few instants.
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def focus_cells(line: RatedLine, ctx: FocusContext, correction: Correction | None = None) -> list[Cell]:
     """One FOCUS row of ``line``, typed (decimals, instants), in ``COLUMNS`` order."""
     key = line.key
@@ -179,7 +186,7 @@ def focus_cells(line: RatedLine, ctx: FocusContext, correction: Correction | Non
         service,
         subcategory,
         line.sku,
-        f"{price_list.name}/{line.version_from.strftime('%Y-%m-%dT%H:%M:%SZ')}/{line.sku}",
+        f"{price_list.name}/{_focus_instant(line.version_from)}/{line.sku}",
         line.project_id,
         ctx.accounts.project_name(project),
         "Project",
@@ -199,8 +206,7 @@ def _text(value: Cell) -> str:
     if value is None:
         return ""
     if isinstance(value, datetime):
-        # FOCUS's Date/Time format: ISO 8601, UTC, to the second.
-        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return _focus_instant(value)
     if isinstance(value, Decimal):
         return format(value, "f")
     return value

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
+from functools import lru_cache
 from typing import Any
 
 from tally.core import ResourceKey, UsageFact, UsageWindow, fact_pieces, format_instant, numeric_members
@@ -129,17 +130,19 @@ def _priced(
     return out
 
 
+Priced = list[tuple[str, Dimension, Decimal]]
+
+
 def _book(
     acc: dict[tuple[str, str, str, datetime], _Acc],
-    key: ResourceKey,
     piece: tuple[str, str, Mapping[str, Any], int, int, int],
+    priced: Priced,
     version: PriceVersion,
     bounds: tuple[datetime, datetime],
 ) -> None:
     project, state, size, micros = piece[0], piece[1], piece[2], piece[3]
-    rules = _rules(key, version, bounds[0])
     numbers = numeric_members(size)
-    for sku, dim, price in _priced(key, rules, size, version):
+    for sku, dim, price in priced:
         amount: int | Decimal
         if dim.size is None:
             amount = micros
@@ -171,13 +174,13 @@ def line_cost(pricing_quantity: Decimal, unit_price: Decimal, minor_unit: int) -
 def _finish(key: ResourceKey, slot: tuple[str, str, str, datetime], acc: _Acc, minor_unit: int) -> RatedLine:
     project, state, sku, _ = slot
     version, ctx = acc.version, _CONTEXT
-    billed = billed_us(acc.presence_us, version.granularity_seconds, version.minimum_seconds)
-    consumed = ctx.divide(Decimal(acc.unit_us), _US_PER_HOUR)
+    presence = acc.presence_us
+    billed = billed_us(presence, version.granularity_seconds, version.minimum_seconds)
+    consumed = ctx.divide(acc.unit_us, _US_PER_HOUR)
     factor = version.types[key.resource_type].factor(state)
-    scaled = ctx.divide(
-        ctx.multiply(Decimal(acc.unit_us), billed), ctx.multiply(acc.presence_us, _US_PER_HOUR)
-    )
-    quantity = ctx.multiply(scaled, factor)
+    # Most lines bill what they used, at factor 1: the quotient above is then the quantity.
+    scaled = consumed if billed == presence else ctx.divide(ctx.multiply(consumed, billed), presence)
+    quantity = scaled if factor == 1 else ctx.multiply(scaled, factor)
     return RatedLine(
         key=key,
         project_id=project,
@@ -197,6 +200,72 @@ def _finish(key: ResourceKey, slot: tuple[str, str, str, datetime], acc: _Acc, m
     )
 
 
+class Rater:
+    """Rates resources by one price list, remembering what repeats across them: the spans of a
+    window and the SKUs of a (version, type, flavor, volume type). One per export (or batch)."""
+
+    def __init__(self, price_list: PriceList) -> None:
+        self.price_list = price_list
+        self._spans: dict[tuple[datetime, datetime, tuple[datetime, ...]], list[Any]] = {}
+        self._priced: dict[tuple[int, str, Any, Any], Priced] = {}
+
+    def _spans_of(self, window: UsageWindow, cuts: Sequence[datetime]) -> list[Any]:
+        slot = (window.start, window.end, tuple(cuts))
+        found = self._spans.get(slot)
+        if found is None:
+            found = self._spans[slot] = spans(self.price_list, window, cuts)
+        return found
+
+    def _priced_of(
+        self, key: ResourceKey, version: PriceVersion, at: datetime, size: Mapping[str, Any]
+    ) -> Priced:
+        flavor, vtype = size.get("flavor"), size.get("type")
+        memo = (
+            id(version),
+            key.resource_type,
+            flavor if type(flavor) is str else None,
+            vtype if type(vtype) is str else None,
+        )
+        found = self._priced.get(memo)
+        if found is None:
+            found = _priced(key, _rules(key, version, at), size, version)
+            if len(self._priced) < 10_000:  # flavors and volume types are few; a hostile cloud is not
+                self._priced[memo] = found
+        return found
+
+    def rate(
+        self,
+        key: ResourceKey,
+        facts: Sequence[UsageFact],
+        window: UsageWindow,
+        *,
+        project_id: str | None = None,
+        cuts: Sequence[datetime] = (),
+    ) -> list[RatedLine]:
+        """The rated lines of one resource's history in ``window`` (of ``project_id`` when given),
+        a line per span between version instants and ``cuts``."""
+        acc: dict[tuple[str, str, str, datetime], _Acc] = {}
+        for lo, hi, version in self._spans_of(window, cuts):
+            if lo >= window.clip:
+                break
+            whole = lo == window.start and hi == window.end
+            pieces, _ = fact_pieces(
+                facts, window if whole else UsageWindow(lo, hi, window.upto, window.as_of)
+            )
+            for piece in pieces:
+                if piece[3] == 0 or (project_id is not None and piece[0] != project_id):
+                    continue
+                if version is None:
+                    _rules(key, None, lo)
+                else:
+                    _book(acc, piece, self._priced_of(key, version, lo, piece[2]), version, (lo, hi))
+        minor = self.price_list.minor_unit
+        if len(acc) == 1:
+            [(slot, line)] = acc.items()
+            return [_finish(key, slot, line, minor)]
+        return [_finish(key, slot, line, minor) for slot, line in sorted(acc.items(), key=lambda i: i[0])]
+
+
 def rate_facts(
     key: ResourceKey,
     facts: Sequence[UsageFact],
@@ -206,22 +275,8 @@ def rate_facts(
     project_id: str | None = None,
     cuts: Sequence[datetime] = (),
 ) -> list[RatedLine]:
-    """The rated lines of one resource's history in ``window`` (of ``project_id`` when given), a line
-    per span between version instants and ``cuts``."""
-    acc: dict[tuple[str, str, str, datetime], _Acc] = {}
-    for lo, hi, version in spans(price_list, window, cuts):
-        if lo >= window.clip:
-            break
-        pieces, _ = fact_pieces(facts, UsageWindow(lo, hi, window.upto, window.as_of))
-        for piece in pieces:
-            if piece[3] == 0 or (project_id is not None and piece[0] != project_id):
-                continue
-            if version is None:
-                _rules(key, None, lo)
-            else:
-                _book(acc, key, piece, version, (lo, hi))
-    minor = price_list.minor_unit
-    return [_finish(key, slot, line, minor) for slot, line in sorted(acc.items(), key=lambda i: i[0])]
+    """``Rater(price_list).rate(...)`` of one resource: for a few; an export keeps one ``Rater``."""
+    return Rater(price_list).rate(key, facts, window, project_id=project_id, cuts=cuts)
 
 
 def add_totals(totals: dict[str, Decimal], lines: Iterable[RatedLine]) -> None:
@@ -237,8 +292,10 @@ def project_totals(lines: Iterable[RatedLine]) -> dict[str, Decimal]:
     return dict(sorted(totals.items()))
 
 
+@lru_cache(maxsize=4096)
 def quantity_text(value: Decimal) -> str:
-    """A quantity as the export writes it: to the nanounit, trailing zeros dropped."""
+    """A quantity as the export writes it: to the nanounit, trailing zeros dropped. (Remembered: a
+    month repeats a few quantities, a whole month's hours of each flavor size, over and over.)"""
     text = format(value.quantize(QUANTITY_PLACES, rounding=ROUND_HALF_UP, context=_CONTEXT), "f")
     text = text.rstrip("0").rstrip(".") if "." in text else text
     return "0" if text in ("", "-0") else text

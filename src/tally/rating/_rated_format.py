@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from tally.core import format_instant, seconds_text
@@ -40,8 +41,15 @@ RATED_COLUMNS = (
 )
 
 
+# A month's lines share a handful of instants (the window and the versions' bounds): each is
+# formatted once.
+_instant = lru_cache(maxsize=1024)(format_instant)
+
+
 def rated_cells(line: RatedLine, price_list: PriceList) -> list[str]:
     key = line.key
+    presence = seconds_text(line.presence_us)
+    consumed = quantity_text(line.consumed)
     return [
         key.cloud,
         key.resource_type,
@@ -49,19 +57,19 @@ def rated_cells(line: RatedLine, price_list: PriceList) -> list[str]:
         line.project_id,
         line.state,
         line.sku,
-        format_instant(line.charge_start),
-        format_instant(line.charge_end),
-        seconds_text(line.presence_us),
-        seconds_text(line.billed_us),
-        quantity_text(line.consumed),
+        _instant(line.charge_start),
+        _instant(line.charge_end),
+        presence,
+        presence if line.billed_us == line.presence_us else seconds_text(line.billed_us),
+        consumed,
         line.dimension.unit,
         str(line.factor),
-        quantity_text(line.pricing_quantity),
+        consumed if line.pricing_quantity is line.consumed else quantity_text(line.pricing_quantity),
         str(line.unit_price),
         str(line.cost),
         price_list.currency,
         price_list.name,
-        format_instant(line.version_from),
+        _instant(line.version_from),
     ]
 
 

@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator, Sequence
 from datetime import datetime
 from functools import partial
 
-from tally.rating import PriceList, RatedLine, RatingError, parse_price_list, rate_facts
+from tally.rating import PriceList, RatedLine, Rater, RatingError, parse_price_list
 from tally.store import Store, StoredPriceList
 
 from ._export import FactHistories, Progress, UsageQuery, folded_batches
@@ -36,7 +36,7 @@ async def stored_price_list(store: Store, name: str) -> PriceList:
 
 
 def _rate_batch(
-    query: UsageQuery, price_list: PriceList, cuts: Sequence[datetime], batch: FactHistories
+    query: UsageQuery, rater: Rater, cuts: Sequence[datetime], batch: FactHistories
 ) -> tuple[list[RatedLine], RatingError | None]:
     # The refusal is returned, not raised: raised in the worker thread, it would reach the caller
     # wrapped in the task group's ExceptionGroup.
@@ -44,7 +44,7 @@ def _rate_batch(
     lines: list[RatedLine] = []
     try:
         for key, facts in batch:
-            lines += rate_facts(key, facts, window, price_list, project_id=project_id, cuts=cuts)
+            lines += rater.rate(key, facts, window, project_id=project_id, cuts=cuts)
     except RatingError as exc:
         return lines, exc
     return lines, None
@@ -62,7 +62,8 @@ async def rated_pages(
     the versions' instants and at ``cuts`` (where a project changes billing account).
 
     Raises ``tally.rating.RatingError`` at the first resource the price list cannot place."""
-    rate = partial(_rate_batch, query, price_list, cuts)
+    # One rater for the export: the batches are rated one after the other, never two at once.
+    rate = partial(_rate_batch, query, Rater(price_list), cuts)
     async for lines, refused in folded_batches(store, query, rate, progress):
         if refused is not None:
             raise refused
