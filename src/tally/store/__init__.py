@@ -11,6 +11,7 @@ from ._interface import ApiToken as ApiToken
 from ._interface import AuditEntry as AuditEntry
 from ._interface import AuditRecord as AuditRecord
 from ._interface import BatchOutcome as BatchOutcome
+from ._interface import BillingPeriod as BillingPeriod
 from ._interface import Bucket as Bucket
 from ._interface import Conflict as Conflict
 from ._interface import CredentialStatus as CredentialStatus
@@ -20,6 +21,7 @@ from ._interface import EventKey as EventKey
 from ._interface import IngestCredential as IngestCredential
 from ._interface import MigrationError as MigrationError
 from ._interface import Page as Page
+from ._interface import PeriodLine as PeriodLine
 from ._interface import PriceListVersion as PriceListVersion
 from ._interface import Project as Project
 from ._interface import RejectedEvent as RejectedEvent
@@ -68,6 +70,7 @@ __all__ = [
     "AuditEntry",
     "AuditRecord",
     "BatchOutcome",
+    "BillingPeriod",
     "Bucket",
     "Conflict",
     "ConnectionWaitTimeout",
@@ -80,6 +83,7 @@ __all__ = [
     "MigrationError",
     "Page",
     "PartitionStats",
+    "PeriodLine",
     "PriceListVersion",
     "ProbeResult",
     "Project",

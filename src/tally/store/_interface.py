@@ -33,6 +33,7 @@ from ._records import AuditEntry as AuditEntry
 from ._records import AuditRecord as AuditRecord
 from ._records import BatchOutcome as BatchOutcome
 from ._records import BatchWriter as BatchWriter
+from ._records import BillingPeriod as BillingPeriod
 from ._records import Bucket as Bucket
 from ._records import Conflict as Conflict
 from ._records import DeadLetter as DeadLetter
@@ -40,6 +41,7 @@ from ._records import EventFilter as EventFilter
 from ._records import EventKey as EventKey
 from ._records import MigrationError as MigrationError
 from ._records import Page as Page
+from ._records import PeriodLine as PeriodLine
 from ._records import PriceListVersion as PriceListVersion
 from ._records import Project as Project
 from ._records import RejectedEvent as RejectedEvent
@@ -130,6 +132,41 @@ class Store(Protocol):
         ...
 
     async def get_price_list(self, name: str) -> StoredPriceList | None: ...
+
+    async def close_period(self, period: BillingPeriod, lines: Sequence[Mapping[str, Any]]) -> None:
+        """Store a closed period and its rated lines (kind ``closed``, in order), in one transaction;
+        ``Conflict`` naming it when the period is already closed. The database refuses any later
+        change of either (triggers on both backends)."""
+        ...
+
+    async def get_period(self, cloud: str, period_start: datetime) -> BillingPeriod | None: ...
+
+    async def list_periods(self, cloud: str | None = None) -> list[BillingPeriod]:
+        """Closed periods by cloud and start."""
+        ...
+
+    async def period_lines(self, cloud: str, period_start: datetime) -> list[PeriodLine]:
+        """A closed period's lines in order: those of the close, then each correction."""
+        ...
+
+    async def add_period_corrections(
+        self,
+        cloud: str,
+        period_start: datetime,
+        lines: Sequence[Mapping[str, Any]],
+        *,
+        reason: str,
+        sync_run: str | None,
+        at: datetime,
+    ) -> int:
+        """Append correction lines to a closed period (after its last line); how many were added."""
+        ...
+
+    async def deliver_corrections(
+        self, cloud: str, period_start: datetime, seqs: Sequence[int], at: datetime
+    ) -> None:
+        """Mark correction lines delivered at ``at`` (once: a line delivered before is refused)."""
+        ...
 
     async def list_price_lists(self) -> list[StoredPriceList]:
         """Every price list by name, its versions ascending."""
