@@ -20,6 +20,14 @@ from ._focus import FocusContext as FocusContext
 from ._focus import focus_cells as focus_cells
 from ._focus import focus_texts as focus_texts
 from ._parquet import FocusParquetWriter as FocusParquetWriter
+from ._periods import DEFAULT_GRACE as DEFAULT_GRACE
+from ._periods import PeriodError as PeriodError
+from ._periods import PeriodState as PeriodState
+from ._periods import correction_lines as correction_lines
+from ._periods import credits_and_debits as credits_and_debits
+from ._periods import month_bounds as month_bounds
+from ._periods import month_of as month_of
+from ._periods import state_of as state_of
 from ._price_list import PriceList as PriceList
 from ._price_list import PriceListError as PriceListError
 from ._price_list import PriceVersion as PriceVersion
@@ -46,6 +54,7 @@ from ._rated_format import totals_json as totals_json
 
 __all__ = [
     "COLUMNS",
+    "DEFAULT_GRACE",
     "DIMENSIONS",
     "FOCUS_COLUMNS",
     "FOCUS_VERSION",
@@ -58,6 +67,8 @@ __all__ = [
     "Dimension",
     "FocusContext",
     "FocusParquetWriter",
+    "PeriodError",
+    "PeriodState",
     "PriceList",
     "PriceListError",
     "PriceVersion",
@@ -67,10 +78,14 @@ __all__ = [
     "TypeRules",
     "add_totals",
     "billed_us",
+    "correction_lines",
+    "credits_and_debits",
     "focus_cells",
     "focus_texts",
     "line_cost",
     "load_price_list",
+    "month_bounds",
+    "month_of",
     "parse_price_list",
     "price_list_document",
     "project_totals",
@@ -80,6 +95,7 @@ __all__ = [
     "rated_head",
     "rated_json",
     "spans",
+    "state_of",
     "totals_json",
     "version_document",
 ]
