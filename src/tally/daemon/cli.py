@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "migrate": ("tally.store.commands", "apply, roll back or show the database migrations"),
     "usage": ("tally.usage.commands", "export metered usage of a window (CSV or JSON)"),
     "price-list": ("tally.rating.commands", "check, load and list price lists"),
+    "period": ("tally.usage.commands", "close, correct, list and show billing periods"),
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 

@@ -50,6 +50,7 @@ from ._rated_format import RATED_COLUMNS as RATED_COLUMNS
 from ._rated_format import rated_cells as rated_cells
 from ._rated_format import rated_head as rated_head
 from ._rated_format import rated_json as rated_json
+from ._rated_format import rated_line_of as rated_line_of
 from ._rated_format import totals_json as totals_json
 
 __all__ = [
@@ -94,6 +95,7 @@ __all__ = [
     "rated_cells",
     "rated_head",
     "rated_json",
+    "rated_line_of",
     "spans",
     "state_of",
     "totals_json",

@@ -96,7 +96,9 @@ def correction_lines(
         deltas = {m: (Decimal(fresh[m]) if fresh is not None else Decimal(0)) - was[m] for m in DELTA_MEMBERS}
         if not any(deltas[m] for m in _MONEY_MEMBERS):
             continue
-        out.append({**(fresh if fresh is not None else shape[key]), **{m: _text(v) for m, v in deltas.items()}})
+        out.append(
+            {**(fresh if fresh is not None else shape[key]), **{m: _text(v) for m, v in deltas.items()}}
+        )
     return out
 
 

@@ -13,11 +13,13 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-from tally.core import format_instant, seconds_text
+from tally.core import ResourceKey, format_instant, parse_instant, seconds_text
 
+from ._dimensions import DIMENSIONS
 from ._price_list import PriceList
 from ._rate import RatedLine, quantity_text
 
+_US = 1_000_000
 RATED_COLUMNS = (
     "cloud",
     "resource_type",
@@ -83,3 +85,25 @@ def totals_json(totals: Mapping[str, Decimal]) -> dict[str, str]:
 
 def rated_head(price_list: PriceList) -> dict[str, Any]:
     return {"price_list": price_list.name, "currency": price_list.currency}
+
+
+def rated_line_of(doc: Mapping[str, str]) -> RatedLine:
+    """A rated line back from its JSON (a frozen or correction line of a closed period)."""
+    rtype, dimension = doc["resource_type"], doc["sku"].split(".")[1]
+    return RatedLine(
+        key=ResourceKey(doc["cloud"], rtype, doc["resource_id"]),
+        project_id=doc["project_id"],
+        state=doc["state"],
+        sku=doc["sku"],
+        dimension=DIMENSIONS[rtype][dimension],
+        version_from=parse_instant(doc["version_from"]),
+        charge_start=parse_instant(doc["charge_start"]),
+        charge_end=parse_instant(doc["charge_end"]),
+        presence_us=int(Decimal(doc["presence_s"]) * _US),
+        billed_us=int(Decimal(doc["billed_s"]) * _US),
+        consumed=Decimal(doc["consumed_quantity"]),
+        factor=Decimal(doc["factor"]),
+        unit_price=Decimal(doc["unit_price"]),
+        pricing_quantity=Decimal(doc["pricing_quantity"]),
+        cost=Decimal(doc["cost"]),
+    )

@@ -28,6 +28,7 @@ from tally.rating import PriceList, PriceListError
 from tally.rating.commands import read_price_list
 from tally.store import StoreError, open_store
 
+from . import _period_commands
 from ._export import (
     UsageQuery,
     WindowError,
@@ -81,6 +82,7 @@ def register(subparsers: Any) -> None:
     source.add_argument("--store", help="store URL (default: the configured store)")
     source.add_argument("--api", help=f"Reporting API base URL (token in ${TOKEN_ENV})")
     p.set_defaults(handler=run_usage)
+    _period_commands.register(subparsers)
 
 
 def _fail(message: str) -> int:
