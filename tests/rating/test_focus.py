@@ -64,10 +64,9 @@ def check_focus_rules(header: list[str], rows: list[Mapping[str, str]]) -> None:
             assert DATETIME.match(row[name]), (name, row[name])
         assert row["BillingPeriodStart"] < row["BillingPeriodEnd"]
         assert row["ChargePeriodStart"] < row["ChargePeriodEnd"]
-        assert (
-            row["BillingPeriodStart"] <= row["ChargePeriodStart"]
-            and row["ChargePeriodEnd"] <= row["BillingPeriodEnd"]
-        )
+        if row["ChargeClass"] != "Correction":  # a correction's charge period is the invoiced one's
+            assert row["BillingPeriodStart"] <= row["ChargePeriodStart"]
+            assert row["ChargePeriodEnd"] <= row["BillingPeriodEnd"]
         assert row["BillingCurrency"] in MINOR_UNITS
         values = {name: Decimal(row[name]) for name in DECIMALS if row[name] != ""}
         minor = Decimal(1).scaleb(-MINOR_UNITS[row["BillingCurrency"]])

@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 from rating_support import SMALL, ev, known_month, seed_store
+from test_focus import check_focus_rules
 
 from tally.core import format_instant, parse_instant
 from tally.daemon.cli import main
@@ -174,3 +175,31 @@ def test_a_closed_month_is_frozen_and_corrected_by_lines_of_its_own(
     for r in csv.DictReader(io.StringIO(now_csv.read_text())):
         measured[r["project_id"]] = measured.get(r["project_id"], Decimal(0)) + Decimal(r["cost"])
     assert billed == measured
+
+    # The corrections reach the next FOCUS export as Correction rows, once.
+    april = ["--from", "2026-04-01T00:00:00Z", "--to", "2026-05-01T00:00:00Z", "--cloud", "os-dev"]
+    focus = [
+        *april,
+        "--price-list",
+        str(EXAMPLE),
+        "--format",
+        "focus-csv",
+        "--with-corrections",
+        "--store",
+        url,
+    ]
+    first, second = tmp_path / "april.csv", tmp_path / "april-again.csv"
+    assert _run("usage", *focus, "--out", str(first)) == 0
+    reader = csv.DictReader(io.StringIO(first.read_text()))
+    delivered = list(reader)
+    check_focus_rules(list(reader.fieldnames or []), delivered)
+    columns = ("ChargeClass", "ResourceId", "BilledCost", "x_CorrectionReason", "x_CorrectionSyncRun")
+    assert [tuple(r[c] for c in columns) for r in delivered] == [
+        ("Correction", "vm-late", "0.48", "late notifications", "run-7"),
+        ("Correction", "vm-run", "-2.16", "late notifications", "run-7"),
+        ("Correction", "vm-run", "-7.13", "late notifications", "run-7"),
+    ]  # fmt: skip
+    assert delivered[1]["ChargePeriodStart"] == "2026-03-01T00:00:00Z"
+    assert delivered[1]["BillingPeriodStart"] == "2026-04-01T00:00:00Z"
+    assert _run("usage", *focus, "--out", str(second)) == 0
+    assert list(csv.DictReader(io.StringIO(second.read_text()))) == []

@@ -15,6 +15,7 @@ from ._dimensions import Dimension as Dimension
 from ._focus import COLUMNS as COLUMNS
 from ._focus import FOCUS_COLUMNS as FOCUS_COLUMNS
 from ._focus import FOCUS_VERSION as FOCUS_VERSION
+from ._focus import Cell as Cell
 from ._focus import Correction as Correction
 from ._focus import FocusContext as FocusContext
 from ._focus import focus_cells as focus_cells
@@ -64,6 +65,7 @@ __all__ = [
     "Account",
     "AccountSpan",
     "BillingAccounts",
+    "Cell",
     "Correction",
     "Dimension",
     "FocusContext",

@@ -7,23 +7,28 @@ from __future__ import annotations
 from datetime import datetime
 from typing import IO
 
+from tally.core import utc_now
 from tally.rating import (
     COLUMNS,
     RELATION_TYPE,
     Account,
     AccountSpan,
     BillingAccounts,
+    Cell,
+    Correction,
     FocusContext,
     FocusParquetWriter,
     PriceList,
     focus_cells,
     focus_texts,
+    rated_line_of,
 )
-from tally.store import Project, Store
+from tally.store import BillingPeriod, PeriodLine, Project, Store
 
 from ._export import Progress, UsageQuery
 from ._format import csv_text
-from ._rated import rated_pages
+from ._periods import pending_corrections
+from ._rated import rated_pages, stored_price_list
 
 
 async def _projects(store: Store) -> dict[str, Project]:
@@ -61,18 +66,43 @@ async def write_focus(
     out: IO[bytes],
     *,
     provider: str,
+    with_corrections: bool = False,
     progress: Progress | None = None,
 ) -> None:
-    """The FOCUS export of ``query`` in ``fmt`` (``focus-csv`` or ``focus-parquet``) onto ``out``."""
+    """The FOCUS export of ``query`` in ``fmt`` (``focus-csv`` or ``focus-parquet``) onto ``out``.
+
+    ``with_corrections``: the correction lines of closed periods that ended by the window's start and
+    were never delivered follow the usage rows (``ChargeClass`` ``Correction``, each priced by its
+    period's list), and are marked delivered once the export is written: the next one leaves them out."""
     w = query.window
-    accounts = await billing_accounts(store, w.start, w.end)
+    pending = await pending_corrections(store, query.cloud, w.start) if with_corrections else []
+    earliest = min([w.start, *(period.period_start for period, _ in pending)])
+    accounts = await billing_accounts(store, earliest, w.end)
     ctx = FocusContext(w.start, w.end, price_list, accounts, provider)
     pages = rated_pages(store, query, price_list, cuts=accounts.cuts(), progress=progress)
+    fixes = [await _correction_cells(store, ctx, period, line) for period, line in pending]
     if fmt == "focus-csv":
         out.write(csv_text([COLUMNS]).encode())
         async for lines in pages:
             out.write(csv_text(focus_texts(focus_cells(line, ctx)) for line in lines).encode())
-        return
-    with FocusParquetWriter(out) as writer:
-        async for lines in pages:
-            writer.write([focus_cells(line, ctx) for line in lines])
+        out.write(csv_text(focus_texts(cells) for cells in fixes).encode())
+    else:
+        with FocusParquetWriter(out) as writer:
+            async for lines in pages:
+                writer.write([focus_cells(line, ctx) for line in lines])
+            writer.write(fixes)
+    delivered: dict[tuple[str, datetime], list[int]] = {}
+    for period, line in pending:
+        delivered.setdefault((period.cloud, period.period_start), []).append(line.seq)
+    at = utc_now()
+    for (cloud, start), seqs in delivered.items():
+        await store.deliver_corrections(cloud, start, seqs, at)
+
+
+async def _correction_cells(
+    store: Store, ctx: FocusContext, period: BillingPeriod, line: PeriodLine
+) -> list[Cell]:
+    """A correction line's FOCUS row, priced by its period's list, billed in this export's period."""
+    prices = await stored_price_list(store, period.price_list)
+    own = FocusContext(ctx.period_start, ctx.period_end, prices, ctx.accounts, ctx.provider)
+    return focus_cells(rated_line_of(line.line), own, Correction(line.reason or "", line.sync_run))

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
 
 from tally.core import UsageWindow, format_instant
 from tally.rating import (
@@ -26,7 +25,7 @@ from tally.rating import (
     rated_json,
     state_of,
 )
-from tally.store import BillingPeriod, Store
+from tally.store import BillingPeriod, PeriodLine, Store
 
 from ._export import UsageQuery
 from ._rated import rated_pages, stored_price_list
@@ -116,15 +115,15 @@ async def due_months(store: Store, cloud: str, now: datetime, grace: timedelta =
 
 
 async def pending_corrections(
-    store: Store, cloud: str, before: datetime
-) -> list[tuple[BillingPeriod, int, dict[str, Any]]]:
-    """Correction lines not yet delivered, of the closed periods of ``cloud`` that ended by ``before``:
-    (period, seq, line) in period and line order."""
-    out: list[tuple[BillingPeriod, int, dict[str, Any]]] = []
+    store: Store, cloud: str | None, before: datetime
+) -> list[tuple[BillingPeriod, PeriodLine]]:
+    """Correction lines not yet delivered, of the closed periods (of ``cloud``, or every cloud's) that
+    ended by ``before``, in period and line order."""
+    out: list[tuple[BillingPeriod, PeriodLine]] = []
     for period in await store.list_periods(cloud):
         if period.period_end > before:
             continue
-        for line in await store.period_lines(cloud, period.period_start):
+        for line in await store.period_lines(period.cloud, period.period_start):
             if line.kind == "correction" and line.delivered_at is None:
-                out.append((period, line.seq, dict(line.line)))
+                out.append((period, line))
     return out

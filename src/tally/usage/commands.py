@@ -67,6 +67,12 @@ def register(subparsers: Any) -> None:
         help="csv or json; focus-csv and focus-parquet (FOCUS 1.2) need --price-list",
     )
     p.add_argument(
+        "--with-corrections",
+        dest="with_corrections",
+        action="store_true",
+        help="FOCUS: add the correction lines of closed periods not yet delivered, and mark them delivered",
+    )
+    p.add_argument(
         "--provider",
         default="OpenStack",
         help="the FOCUS ProviderName, PublisherName and InvoiceIssuerName (default: OpenStack)",
@@ -147,7 +153,13 @@ def _json_head(query: UsageQuery) -> bytes:
 
 
 async def _from_store(
-    url: str, query: UsageQuery, fmt: str, out: IO[bytes], price_list: PriceList | None, provider: str
+    url: str,
+    query: UsageQuery,
+    fmt: str,
+    out: IO[bytes],
+    price_list: PriceList | None,
+    provider: str,
+    with_corrections: bool,
 ) -> None:
     async with open_store(url) as store:
         status = await store.schema_status()
@@ -157,7 +169,16 @@ async def _from_store(
             bar, advance = _progress(await resources_in_scope(store, query), "resources")
             with bar:
                 if fmt.startswith("focus-"):
-                    await write_focus(store, query, price_list, fmt, out, provider=provider, progress=advance)
+                    await write_focus(
+                        store,
+                        query,
+                        price_list,
+                        fmt,
+                        out,
+                        provider=provider,
+                        with_corrections=with_corrections,
+                        progress=advance,
+                    )
                 else:
                     await write_rated(store, query, price_list, fmt, out, progress=advance)
             return
@@ -282,7 +303,8 @@ def run_usage(args: argparse.Namespace) -> int:
                 anyio.run(_from_api, args.api, query, args.format, out)
             else:
                 url = args.store or Settings().store_url
-                anyio.run(_from_store, url, query, args.format, out, price_list, args.provider)
+                run = (url, query, args.format, out, price_list, args.provider, args.with_corrections)
+                anyio.run(_from_store, *run)
     except (ValueError, httpx.HTTPError, OSError, StoreError) as exc:
         return _fail(str(exc))
     return 0
