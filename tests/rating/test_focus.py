@@ -86,8 +86,9 @@ def check_focus_rules(header: list[str], rows: list[Mapping[str, str]]) -> None:
 
 
 @pytest.fixture
-def store_url(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 'tally.sqlite3'}"
+def store_url(any_store_url: str) -> str:
+    """A store of each backend holding the known month."""
+    url = any_store_url
     anyio.run(seed_store, url)
     anyio.run(seed_accounts, url)
     return url

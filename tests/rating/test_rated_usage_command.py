@@ -10,7 +10,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from rating_support import seed_store
+from rating_support import ev, seed_store
 
 from tally.daemon.cli import main
 
@@ -19,8 +19,9 @@ MONTH = ["--from", "2026-03-01T00:00:00Z", "--to", "2026-04-01T00:00:00Z"]
 
 
 @pytest.fixture
-def store_url(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 'tally.sqlite3'}"
+def store_url(any_store_url: str) -> str:
+    """A store of each backend holding the known month."""
+    url = any_store_url
     anyio.run(seed_store, url)
     return url
 
@@ -85,4 +86,43 @@ def test_usage_before_the_first_version_is_refused(
     assert main(["usage", *MONTH, "--store", store_url, "--price-list", str(late)]) == 2
     assert capsys.readouterr().err.strip() == (
         "tally usage: instance vm-1 of cloud os-dev: no price version is in force at 2026-03-01T00:00:00Z"
+    )
+
+
+LEAP_PRICES = """
+name: leap
+currency: EUR
+versions:
+  - effective_from: "2024-01-01T00:00:00Z"
+    minimum_seconds: 60
+    types:
+      instance: {flavors: {m1.small: "0.60"}}
+"""
+
+
+def test_a_leap_february_and_a_resource_of_twenty_seconds(any_store_url: str, tmp_path: Path) -> None:
+    """February 2024 has 29 days (696 h); a resource that lived 20 s bills the list's minute."""
+    small = {"vcpus": 1, "flavor": "m1.small"}
+    events = [
+        ev(1, "vm-feb", "compute.instance.create.end", "2024-01-15T00:00:00Z", state="active", size=small),
+        ev(2, "vm-20s", "compute.instance.create.end", "2024-02-29T23:59:30Z", state="active", size=small),
+        ev(3, "vm-20s", "compute.instance.delete.end", "2024-02-29T23:59:50Z"),
+    ]
+    anyio.run(seed_store, any_store_url, events)
+    prices, out = tmp_path / "leap.yaml", tmp_path / "feb.csv"
+    prices.write_text(LEAP_PRICES)
+    window = ["--from", "2024-02-01T00:00:00Z", "--to", "2024-03-01T00:00:00Z"]
+    assert (
+        main(["usage", *window, "--store", any_store_url, "--price-list", str(prices), "--out", str(out)])
+        == 0
+    )
+    rows = {r["resource_id"]: r for r in csv.DictReader(io.StringIO(out.read_text()))}
+    feb = rows["vm-feb"]
+    assert (feb["consumed_quantity"], feb["cost"]) == ("696", "417.60")
+    short = rows["vm-20s"]
+    assert (short["presence_s"], short["billed_s"], short["pricing_quantity"], short["cost"]) == (
+        "20",
+        "60",
+        "0.016666667",
+        "0.01",
     )
