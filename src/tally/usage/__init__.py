@@ -24,6 +24,9 @@ from ._format import csv_rows as csv_rows
 from ._format import csv_text as csv_text
 from ._format import quantity_members as quantity_members
 from ._format import row_json as row_json
+from ._period_closer import REASON as REASON
+from ._period_closer import close_and_correct as close_and_correct
+from ._period_closer import run_period_closer as run_period_closer
 from ._rated import price_list_of as price_list_of
 from ._rated import rated_pages as rated_pages
 from ._rated import stored_price_list as stored_price_list
@@ -34,6 +37,7 @@ from ._read import read_export as read_export
 
 __all__ = [
     "MAX_WINDOW",
+    "REASON",
     "RESOURCE_COLUMNS",
     "ExportError",
     "ExportedLine",
@@ -42,6 +46,7 @@ __all__ = [
     "UsageRow",
     "WindowError",
     "check_window",
+    "close_and_correct",
     "csv_header",
     "csv_rows",
     "csv_text",
@@ -56,5 +61,6 @@ __all__ = [
     "resources_in_scope",
     "row_json",
     "rows_after",
+    "run_period_closer",
     "stored_price_list",
 ]
