@@ -53,6 +53,11 @@ from ._rated_format import rated_head as rated_head
 from ._rated_format import rated_json as rated_json
 from ._rated_format import rated_line_of as rated_line_of
 from ._rated_format import totals_json as totals_json
+from ._rated_read import RatedAmounts as RatedAmounts
+from ._rated_read import RatedExportError as RatedExportError
+from ._rated_read import RatedLines as RatedLines
+from ._rated_read import interval_facts as interval_facts
+from ._rated_read import read_rated as read_rated
 
 __all__ = [
     "COLUMNS",
@@ -75,7 +80,10 @@ __all__ = [
     "PriceList",
     "PriceListError",
     "PriceVersion",
+    "RatedAmounts",
+    "RatedExportError",
     "RatedLine",
+    "RatedLines",
     "Rater",
     "RatingError",
     "TypeRules",
@@ -85,6 +93,7 @@ __all__ = [
     "credits_and_debits",
     "focus_cells",
     "focus_texts",
+    "interval_facts",
     "line_cost",
     "load_price_list",
     "month_bounds",
@@ -98,6 +107,7 @@ __all__ = [
     "rated_head",
     "rated_json",
     "rated_line_of",
+    "read_rated",
     "spans",
     "state_of",
     "totals_json",
