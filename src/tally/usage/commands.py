@@ -80,8 +80,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--price-list",
         dest="price_list",
-        metavar="FILE",
-        help="rate the usage by this price list (YAML): one priced line per resource, state and SKU",
+        metavar="FILE|NAME",
+        help="rate the usage by this price list: a YAML file (--store), or a stored list's name (--api)",
     )
     p.add_argument("--out", help="write to this file (default: stdout)")
     source = p.add_mutually_exclusive_group()
@@ -220,11 +220,13 @@ def _params(query: UsageQuery) -> dict[str, Any]:
     return params
 
 
-async def _api_pages(client: httpx.AsyncClient, params: dict[str, Any]) -> AsyncIterator[list[Any]]:
+async def _api_pages(
+    client: httpx.AsyncClient, route: str, params: dict[str, Any]
+) -> AsyncIterator[list[Any]]:
     cursor = None
     while True:
         page_params = {**params, "limit": API_PAGE, **({"cursor": cursor} if cursor else {})}
-        response = await client.get("/api/v1/usage", params=page_params)
+        response = await client.get(route, params=page_params)
         _raise_for_problem(response)
         body = response.json()
         yield body["items"]
@@ -244,21 +246,24 @@ def _raise_for_problem(response: httpx.Response) -> None:
         raise ValueError(f"the API answered {response.status_code}: {message}")
 
 
-async def _from_api(base: str, query: UsageQuery, fmt: str, out: IO[bytes]) -> None:
+async def _from_api(
+    base: str, query: UsageQuery, fmt: str, out: IO[bytes], price_list: str | None = None
+) -> None:
     token = os.environ.get(TOKEN_ENV)
     if not token:
         raise ValueError(f"--api needs a token in ${TOKEN_ENV}")
     headers = {"Authorization": f"Bearer {token}"}
     bar, advance = _progress(None, "lines")
+    route, params = "/api/v1/usage", _params(query)
+    if price_list is not None:
+        route, params = "/api/v1/usage/rated", {**params, "price_list": price_list}
     async with httpx.AsyncClient(
         base_url=base, headers=headers, timeout=httpx.Timeout(30, read=600)
     ) as client:
         with bar:
             if fmt == "csv":
                 csv_headers = {"Accept": "text/csv"}
-                async with client.stream(
-                    "GET", "/api/v1/usage", params=_params(query), headers=csv_headers
-                ) as r:
+                async with client.stream("GET", route, params=params, headers=csv_headers) as r:
                     if r.status_code != 200:
                         await r.aread()
                         _raise_for_problem(r)
@@ -268,7 +273,7 @@ async def _from_api(base: str, query: UsageQuery, fmt: str, out: IO[bytes]) -> N
                 return
             out.write(_json_head(query))
             first = True
-            async for items in _api_pages(client, _params(query)):
+            async for items in _api_pages(client, route, params):
                 for item in items:
                     out.write((b"" if first else b",") + orjson.dumps(item))
                     first = False
@@ -284,7 +289,9 @@ def _price_list(args: argparse.Namespace, query: UsageQuery) -> PriceList | None
     if query.group_by:
         raise ValueError("--price-list: rating is per resource; leave out --group-by")
     if args.api:
-        raise ValueError("--price-list: rates from a store; with --api, read a stored list by name")
+        if args.format != "csv":
+            raise ValueError(f"--format {args.format}: with --api a rated export is CSV; use --store")
+        return None  # the API rates by the stored list of that name (/api/v1/usage/rated)
     try:
         return read_price_list(args.price_list)
     except PriceListError as exc:
@@ -300,7 +307,7 @@ def run_usage(args: argparse.Namespace) -> int:
     try:
         with open(args.out, "wb") if args.out else nullcontext(sys.stdout.buffer) as out:
             if args.api:
-                anyio.run(_from_api, args.api, query, args.format, out)
+                anyio.run(_from_api, args.api, query, args.format, out, args.price_list)
             else:
                 url = args.store or Settings().store_url
                 run = (url, query, args.format, out, price_list, args.provider, args.with_corrections)
