@@ -14,7 +14,7 @@ refusal is one ``PriceListError`` whose message starts with the member at fault
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
@@ -271,13 +271,12 @@ def version_document(version: PriceVersion) -> dict[str, Any]:
     }
 
 
-def price_list_document(
-    price_list: PriceList, versions: Sequence[PriceVersion] | None = None
-) -> dict[str, Any]:
-    """The canonical document of a list (``parse_price_list`` reads it back to an equal list)."""
+def price_list_document(price_list: PriceList) -> dict[str, Any]:
+    """The canonical document of a list (``parse_price_list`` reads it back to an equal list; the
+    store keeps each version's part of it)."""
     return {
         "name": price_list.name,
         "currency": price_list.currency,
         "rounding": ROUNDING,
-        "versions": [version_document(v) for v in (price_list.versions if versions is None else versions)],
+        "versions": [version_document(v) for v in price_list.versions],
     }
