@@ -55,3 +55,11 @@ async def test_the_closer_closes_due_months_and_records_corrections(any_store_ur
         [_, fix] = [x for x in lines if x.line["resource_id"] == "vol-1"]
         assert (fix.kind, fix.reason, fix.sync_run, fix.line["cost"]) == ("correction", REASON, run, "-0.18")
         assert await close_and_correct(store, "os-dev", "public-eu", later, grace=GRACE) == ([], 0)
+
+        # Down through April and May: the next tick closes both, oldest first, and corrects nothing.
+        june = datetime(2026, 6, 4, 1, tzinfo=UTC)
+        assert await close_and_correct(store, "os-dev", "public-eu", june, grace=GRACE) == (
+            ["2026-04", "2026-05"],
+            0,
+        )
+        assert [p.period_start.month for p in await store.list_periods("os-dev")] == [3, 4, 5]

@@ -21,6 +21,7 @@ from tally.rating import (
     correction_lines,
     credits_and_debits,
     month_bounds,
+    month_of,
     project_totals,
     rated_json,
     state_of,
@@ -104,14 +105,25 @@ async def correct_month(
     return Corrected(period, fixes, credits_and_debits(fixes))
 
 
+def _next_month(start: datetime) -> datetime:
+    return month_bounds(start.strftime("%Y-%m"))[1]
+
+
 async def due_months(store: Store, cloud: str, now: datetime, grace: timedelta = DEFAULT_GRACE) -> list[str]:
-    """The months of ``cloud`` due to close at ``now``: the month before now's, once its grace is over,
-    unless closed (the daemon's closer asks this at each tick)."""
+    """The months of ``cloud`` due to close at ``now``, oldest first: each month after the newest one
+    closed (a daemon that was down closes what it missed), or, when none ever closed, the month before
+    now's; a month is due once its grace is over (the daemon's closer asks this at each tick)."""
+    periods = await store.list_periods(cloud)
     this_start, _ = month_bounds(now.strftime("%Y-%m"))
-    last = (this_start - timedelta(days=1)).strftime("%Y-%m")
-    start, end = month_bounds(last)
-    closed = await store.get_period(cloud, start) is not None
-    return [last] if state_of(end, now, closed=closed, grace=grace) is PeriodState.DUE else []
+    last_start = month_bounds((this_start - timedelta(days=1)).strftime("%Y-%m"))[0]
+    start = _next_month(periods[-1].period_start) if periods else last_start
+    due = []
+    while start <= last_start:
+        end = _next_month(start)
+        if state_of(end, now, closed=False, grace=grace) is PeriodState.DUE:
+            due.append(month_of(start))
+        start = end
+    return due
 
 
 async def pending_corrections(
