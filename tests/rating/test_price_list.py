@@ -38,8 +38,8 @@ def test_the_example_is_read_to_decimals_and_ordered_versions() -> None:
     assert instance.flavors["m1.small"] == Decimal("0.0200")
     assert instance.prices["vcpu_hour"] == Decimal("0.0100")
     # nova's names are Tally's states: stopped is booked as shutoff, shelved_offloaded as shelved
-    assert instance.factor("shutoff") == 1 and instance.factor("shelved") == 0
-    assert instance.factor("paused") == 1  # a state the list does not name bills at the default
+    assert instance.factor("shutoff", "flavor") == 1 and instance.factor("shelved", "vcpu_hour") == 0
+    assert instance.factor("paused", "flavor") == 1  # a state the list does not name bills at the default
     assert first.types["volume"].type_modifiers["ssd"] == Decimal("1.5")
     assert first.minimum_seconds == 60
     assert price_list.version_at(parse_instant("2026-03-15T12:00:00Z")) is second
@@ -80,6 +80,14 @@ BAD = [
         "versions[0].types.instance.states.shutoff: names the state 'shutoff' a second time",
     ),
     (_with("gpu_hour: '1'"), "versions[0].types.instance.gpu_hour: unknown member"),
+    (
+        _with("states: {shelved: {gpu_hour: '0'}}"),
+        "versions[0].types.instance.states.shelved.gpu_hour: unknown member",
+    ),
+    (
+        _with("states: {shelved: {vcpu_hour: 0.5}}"),
+        "versions[0].types.instance.states.shelved.vcpu_hour: a YAML float",
+    ),
     (MINIMAL.replace('vcpu_hour: "0.0100"', "flavors: {}"), "versions[0].types.instance: prices nothing"),
     (MINIMAL.replace("instance:", "server:"), "versions[0].types.server: unknown member"),
     (MINIMAL.replace('"2026-01-01T00:00:00Z"', '"2026-01-01"'), "versions[0].effective_from: "),
@@ -128,3 +136,14 @@ def test_price_list_check_refuses_with_the_member_and_exit_2(
         f"tally price-list check: {bad}: versions[0].types.instance.vcpu_hour: a YAML float"
     )
     assert "\n" not in err
+
+
+def test_a_state_may_bill_some_dimensions_only() -> None:
+    """OVH bills a shelved instance's disk only: the other dimensions of the state at 0."""
+    price_list = load_price_list(
+        _with("states: {shelved_offloaded: {flavor: '0', vcpu_hour: '0', ram_gb_hour: '0'}}")
+    )
+    rules = price_list.versions[0].types["instance"]
+    assert rules.factor("shelved", "vcpu_hour") == 0 and rules.factor("shelved", "disk_gb_hour") == 1
+    assert rules.factor("active", "vcpu_hour") == 1
+    assert parse_price_list(price_list_document(price_list)) == price_list

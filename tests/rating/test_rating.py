@@ -268,3 +268,18 @@ def test_usage_the_list_cannot_place_is_refused_naming_the_resource() -> None:
         rate_facts(KEY, big, late, flavors_only)
     with pytest.raises(RatingError, match="prices no image"):
         rate_facts(ResourceKey("c1", "image", "i"), small, late, flavors_only)
+
+
+def test_a_shelved_instance_may_bill_its_disk_only() -> None:
+    disk_only = load_price_list(
+        'name: ovh\ncurrency: EUR\nversions:\n  - effective_from: "2026-01-01T00:00:00Z"\n    types:\n'
+        '      instance:\n        vcpu_hour: "0.01"\n        disk_gb_hour: "0.001"\n'
+        "        states: {shelved: {vcpu_hour: '0'}}\n"
+    )
+    size = {"vcpus": 2, "disk_gb": 20, "flavor": "x"}
+    facts: list[UsageFact] = [
+        (T0, T0, "a", "compute.instance.create.end", "p1", "shelved", size),
+        (T0 + timedelta(hours=10), T0, "b", "compute.instance.delete.end", "p1", None, None),
+    ]
+    costs = {line.sku: line.cost for line in rate_facts(KEY, facts, WINDOW, disk_only)}
+    assert costs == {"instance.vcpu_hour": Decimal("0.00"), "instance.disk_gb_hour": Decimal("0.20")}

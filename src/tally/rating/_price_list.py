@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
@@ -46,7 +46,8 @@ class TypeRules:
     """The prices of one resource type in one version.
 
     Invariant: ``prices`` names dimensions of ``DIMENSIONS[resource_type]`` other than ``flavor``;
-    ``states`` names canonical states (aliases resolved); every amount is a finite ``Decimal`` >= 0.
+    ``states`` and ``dimension_states`` name canonical states (aliases resolved), never the same
+    one; every amount is a finite ``Decimal`` >= 0.
     """
 
     resource_type: str
@@ -55,9 +56,15 @@ class TypeRules:
     type_modifiers: Mapping[str, Decimal]
     states: Mapping[str, Decimal]
     default_factor: Decimal
+    # state -> dimension -> factor: a state billed on some dimensions only (a shelved instance's disk)
+    dimension_states: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
 
-    def factor(self, state: str) -> Decimal:
-        """The factor a state bills at: its own, else the type's default."""
+    def factor(self, state: str, dimension: str) -> Decimal:
+        """The factor ``dimension`` bills at in ``state``: the state's own (for that dimension, or
+        for all), else the type's default."""
+        per_dimension = self.dimension_states.get(state)
+        if per_dimension is not None:
+            return per_dimension.get(dimension, self.default_factor)
         return self.states.get(state, self.default_factor)
 
 
@@ -144,10 +151,15 @@ def _amounts(value: Any, where: str) -> dict[str, Decimal]:
     return {key: amount(v, f"{where}.{key}") for key, v in _mapping(value, where).items()}
 
 
-def _states(resource_type: str, value: Any, where: str) -> dict[str, Decimal]:
+def _states(
+    resource_type: str, value: Any, where: str
+) -> tuple[dict[str, Decimal], dict[str, dict[str, Decimal]]]:
+    """(factor per state, factors per dimension of the states given as a mapping of dimensions)."""
     aliases = STATE_ALIASES.get(resource_type, {})
     known = STATES[resource_type]
-    out: dict[str, Decimal] = {}
+    dimensions = frozenset(DIMENSIONS[resource_type])
+    whole: dict[str, Decimal] = {}
+    split: dict[str, dict[str, Decimal]] = {}
     for name, factor in _mapping(value, where).items():
         state = aliases.get(name, name)
         if state not in known:
@@ -155,10 +167,14 @@ def _states(resource_type: str, value: Any, where: str) -> dict[str, Decimal]:
                 f"{where}.{name}",
                 f"{resource_type} has no state {name!r} (one of {', '.join(sorted(known | set(aliases)))})",
             )
-        if state in out:
+        if state in whole or state in split:
             raise PriceListError(f"{where}.{name}", f"names the state {state!r} a second time")
-        out[state] = amount(factor, f"{where}.{name}")
-    return out
+        if isinstance(factor, dict):
+            _mapping(factor, f"{where}.{name}", dimensions)
+            split[state] = {d: amount(f, f"{where}.{name}.{d}") for d, f in sorted(factor.items())}
+        else:
+            whole[state] = amount(factor, f"{where}.{name}")
+    return whole, split
 
 
 def _type_rules(resource_type: str, value: Any, where: str) -> TypeRules:
@@ -170,6 +186,7 @@ def _type_rules(resource_type: str, value: Any, where: str) -> TypeRules:
     rules = _mapping(value, where, frozenset(allowed))
     prices = {d: amount(rules[d], f"{where}.{d}") for d in sorted(priced) if d in rules}
     flavors = _amounts(rules.get("flavors", {}), f"{where}.flavors")
+    states, dimension_states = _states(resource_type, rules.get("states", {}), f"{where}.states")
     if not prices and not flavors:
         raise PriceListError(
             where, f"prices nothing (give one of {', '.join(sorted(allowed - _TYPE_MEMBERS))})"
@@ -179,7 +196,8 @@ def _type_rules(resource_type: str, value: Any, where: str) -> TypeRules:
         prices=prices,
         flavors=flavors,
         type_modifiers=_amounts(rules.get("type_modifiers", {}), f"{where}.type_modifiers"),
-        states=_states(resource_type, rules.get("states", {}), f"{where}.states"),
+        states=states,
+        dimension_states=dimension_states,
         default_factor=amount(rules.get("default_factor", "1"), f"{where}.default_factor"),
     )
 
@@ -255,8 +273,10 @@ def _rules_document(rules: TypeRules) -> dict[str, Any]:
     for member, amounts in (("flavors", rules.flavors), ("type_modifiers", rules.type_modifiers)):
         if amounts:
             doc[member] = _texts(amounts)
-    if rules.states:
-        doc["states"] = _texts(rules.states)
+    states: dict[str, Any] = {**_texts(rules.states)}
+    states.update((state, _texts(factors)) for state, factors in rules.dimension_states.items())
+    if states:
+        doc["states"] = dict(sorted(states.items()))
     doc["default_factor"] = str(rules.default_factor)
     return doc
 

@@ -177,7 +177,7 @@ def _finish(key: ResourceKey, slot: tuple[str, str, str, datetime], acc: _Acc, m
     presence = acc.presence_us
     billed = billed_us(presence, version.granularity_seconds, version.minimum_seconds)
     consumed = ctx.divide(acc.unit_us, _US_PER_HOUR)
-    factor = version.types[key.resource_type].factor(state)
+    factor = version.types[key.resource_type].factor(state, acc.dimension.name)
     # Most lines bill what they used, at factor 1: the quotient above is then the quantity.
     scaled = consumed if billed == presence else ctx.divide(ctx.multiply(consumed, billed), presence)
     quantity = scaled if factor == 1 else ctx.multiply(scaled, factor)
