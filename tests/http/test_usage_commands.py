@@ -107,3 +107,20 @@ def test_api_answer_errors_are_one_line(
     monkeypatch.setenv("TALLY_API_TOKEN", "not-a-token")
     assert main(["usage", *WINDOW, "--api", base]) == 2
     assert "the API answered 401" in capsys.readouterr().err
+
+
+def test_a_rated_export_from_the_api_is_the_stores(
+    served: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--price-list`` names a YAML file against a store, a stored list against the API: same bytes."""
+    url, base = served
+    example = Path(__file__).parents[2] / "docs" / "examples" / "price-list.yaml"
+    assert main(["price-list", "load", str(example), "--store", url]) == 0
+    from_store, from_api = tmp_path / "store.csv", tmp_path / "api.csv"
+    assert (
+        main(["usage", *WINDOW, "--store", url, "--price-list", str(example), "--out", str(from_store)]) == 0
+    )
+    monkeypatch.setenv("TALLY_API_TOKEN", READER)
+    assert main(["usage", *WINDOW, "--api", base, "--price-list", "public-eu", "--out", str(from_api)]) == 0
+    assert from_api.read_bytes() == from_store.read_bytes()
+    assert b"instance.flavor.m1.small" in from_api.read_bytes()

@@ -74,3 +74,29 @@ async def test_relations_with_validity(store: Store) -> None:
     assert len(await store.list_relations(a.id)) == 2
     patched = await store.update_relation(again.id, metadata={"k": 2})
     assert patched is not None and patched.metadata == {"k": 2} and patched.valid_to is None
+
+
+async def test_relations_between_a_window_include_those_that_ended_or_began_inside(store: Store) -> None:
+    p = await store.create_project(platform="openstack", cloud="os-dev", external_id="p")
+    a = await store.create_project(platform="meta", cloud="meta", external_id="a")
+    b = await store.create_project(platform="meta", cloud="meta", external_id="b")
+    moved = datetime(2026, 3, 10, tzinfo=UTC)
+    first = await store.create_relation(
+        source_id=p.id,
+        target_id=a.id,
+        relation_type="billing_account",
+        valid_from=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    await store.end_relation(first.id, moved)
+    await store.create_relation(
+        source_id=p.id, target_id=b.id, relation_type="billing_account", valid_from=moved
+    )
+    await store.create_relation(source_id=p.id, target_id=b.id, relation_type="other")
+    march = await store.relations_between(
+        datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 4, 1, tzinfo=UTC), relation_type="billing_account"
+    )
+    assert [(r.target_id, r.valid_to) for r in march] == [(a.id, moved), (b.id, None)]
+    april = await store.relations_between(
+        datetime(2026, 4, 1, tzinfo=UTC), datetime(2026, 5, 1, tzinfo=UTC), relation_type="billing_account"
+    )
+    assert [r.target_id for r in april] == [b.id]

@@ -49,6 +49,11 @@ class Settings(BaseSettings):
     reporting_sync_max_concurrent: int = Field(0, ge=0, le=1000)
     reporting_metrics_refresh_s: int = Field(60, ge=1, le=86400)
 
+    # -- billing periods (docs/invoicing.md) -----------------------------------------------------------
+    billing_price_list: str | None = Field(None, min_length=1, max_length=64)
+    billing_grace_hours: int = Field(72, ge=0, le=8760)
+    billing_close_interval_s: int = Field(3600, ge=60, le=86400)
+
     # -- events partitions and retention (PostgreSQL) --------------------------------------------------
     events_partitions_ahead: int = Field(2, ge=1, le=24)
     events_maintenance_interval_s: int = Field(3600, ge=60, le=86400)

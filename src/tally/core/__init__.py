@@ -65,8 +65,10 @@ from ._usage import interval_usage as interval_usage
 from ._usage import numeric_members as numeric_members
 from ._usage import resource_usage as resource_usage
 from ._usage import seconds_text as seconds_text
+from ._usage_facts import FactPiece as FactPiece
 from ._usage_facts import UsageFact as UsageFact
 from ._usage_facts import add_fact_group_usage as add_fact_group_usage
+from ._usage_facts import fact_pieces as fact_pieces
 from ._usage_facts import fact_usage as fact_usage
 from ._usage_facts import usage_fact as usage_fact
 
@@ -93,6 +95,7 @@ __all__ = [
     "Category",
     "Event",
     "EventInvalid",
+    "FactPiece",
     "GroupKey",
     "InstantError",
     "Interval",
@@ -111,6 +114,7 @@ __all__ = [
     "bounded",
     "category_of",
     "deterministic_event_id",
+    "fact_pieces",
     "fact_usage",
     "fold_order",
     "format_instant",

@@ -16,6 +16,8 @@ previous said it is ready) and stop in reverse:
 5. ``collector`` when ``TALLY_OSC_AMQP_URL`` is set (``_collector``).
 6. ``sync-scheduler:<cloud>``, one per cloud of ``TALLY_REPORTING_CLOUDS_CONFIG``; told-instant mode
    when ``TALLY_REPORTING_SYNC_CLOCK_URL`` is set.
+7. ``period-closer:<cloud>``, one per cloud of that config when ``TALLY_BILLING_PRICE_LIST`` names a
+   stored price list: closes the cloud's due months and records their corrections.
 
 Readiness checks are registered by whoever owns the dependency: ``store``, ``schema`` and ``clouds``
 by the backbone, ``collector`` by the collector, ``actors`` by ``run_daemon``.
@@ -24,6 +26,7 @@ by the backbone, ``collector`` by the collector, ``actors`` by ``run_daemon``.
 from __future__ import annotations
 
 import socket
+from datetime import timedelta
 
 import anyio
 from quart import Quart
@@ -89,6 +92,8 @@ def build_tree(
     if backbone is not None and settings.reporting_clouds_config is not None:
         clouds = sorted(e.cloud for e in load_clouds_config(settings.reporting_clouds_config))
         children.extend(_scheduler(settings, backbone, cloud) for cloud in clouds)
+        if settings.billing_price_list is not None:
+            children.extend(_period_closer(settings, backbone, cloud) for cloud in clouds)
     return children
 
 
@@ -103,6 +108,23 @@ def _current_resources(settings: Settings, backbone: Resource[Backbone]) -> Chil
             tg.cancel_scope.cancel()
 
     return ChildSpec("current-resources", run)
+
+
+def _period_closer(settings: Settings, backbone: Resource[Backbone], cloud: str) -> ChildSpec:
+    from tally.usage import run_period_closer
+
+    async def run(ctx: ActorContext) -> None:
+        assert settings.billing_price_list is not None  # the child exists only with a price list
+        await run_period_closer(
+            backbone.value.store,
+            cloud,
+            settings.billing_price_list,
+            ctx,
+            grace=timedelta(hours=settings.billing_grace_hours),
+            interval_s=settings.billing_close_interval_s,
+        )
+
+    return ChildSpec(f"period-closer:{cloud}", run)
 
 
 def _scheduler(settings: Settings, backbone: Resource[Backbone], cloud: str) -> ChildSpec:

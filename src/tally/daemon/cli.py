@@ -41,6 +41,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-cloud": ("tally.reconcile.commands", "check the account a cloud's clouds.yaml entry names"),
     "migrate": ("tally.store.commands", "apply, roll back or show the database migrations"),
     "usage": ("tally.usage.commands", "export metered usage of a window (CSV or JSON)"),
+    "price-list": ("tally.rating.commands", "check, load and list price lists"),
+    "period": ("tally.usage.commands", "close, correct, list and show billing periods"),
 }
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(module for module, _ in COMMANDS.values()))
 

@@ -26,6 +26,7 @@ from tally.store import StoreUnavailable
 from . import (
     _routes_events,
     _routes_internal,
+    _routes_pricing,
     _routes_projects,
     _routes_rejected,
     _routes_resources,
@@ -64,6 +65,7 @@ OPERATIONS: tuple[Operation, ...] = tuple(
         _routes_stats,
         _routes_types,
         _routes_usage,
+        _routes_pricing,
         _routes_projects,
         _routes_rejected,
         _routes_sync_runs,

@@ -111,7 +111,7 @@ def _query(call: Call) -> UsageQuery:
     )
 
 
-def _wants_csv() -> bool:
+def wants_csv() -> bool:
     accept = request.accept_mimetypes
     if not accept:
         return False
@@ -138,10 +138,10 @@ def _group_cursor(seal: CursorSeal, row: UsageRow) -> str:
 )
 async def usage(call: Call) -> Any:
     query = _query(call)
-    wants_csv = _wants_csv()
+    as_csv = wants_csv()
     q: UsageParams = call.query
     store = call.services.store
-    if wants_csv:
+    if as_csv:
         members = quantity_members(await store.list_resource_types(), query.resource_type)
         response = Response(_stream_csv(call, query, members), content_type="text/csv; charset=utf-8")
         # Quart cuts a body still streaming after RESPONSE_TIMEOUT (60 s); a large cloud's month may

@@ -23,6 +23,7 @@ import anyio
 from rich.console import Console
 
 from tally.config import Settings
+from tally.rating import PriceListError, RatedExportError, RatingError, load_price_list, read_rated
 from tally.usage import ExportError, read_export
 
 from ._console_log import ThrottledLine, simulator_logging
@@ -32,6 +33,7 @@ from .faults import FAULTS, FaultError, parse_faults
 from .files import NotificationFileError, write_month
 from .generator import GeneratorError, Month, generate_month
 from .oracle import Oracle, OracleError, read_oracle
+from .rated_check import RatedCheck, check_rated, rated_summary
 from .usage_check import check_usage, summary_lines
 
 log = logging.getLogger(__name__)
@@ -175,6 +177,21 @@ def register_simulator(sub: Any) -> None:
         default=None,
         metavar="FILE",
         help="also check this per-resource usage export (tally usage, CSV or JSON) against the oracle",
+    )
+    cp.add_argument(
+        "--export",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also judge this rated export (tally usage --price-list, CSV or JSON), quantities and costs",
+    )
+    cp.add_argument(
+        "--price-list",
+        dest="price_list",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the price list (YAML) the --export was rated with",
     )
     cp.set_defaults(handler=compare_command)
 
@@ -501,18 +518,32 @@ async def compare_command(args: argparse.Namespace) -> int:
         return _fail("simulator compare", exc)
     comparison = compare(oracle, record, settle=timedelta(seconds=args.settle), platform_created=created)
     usage = None
-    if args.usage is not None:
-        try:
+    rated: RatedCheck | None = None
+    try:
+        if args.usage is not None:
             usage = check_usage(oracle, read_export(args.usage.read_bytes()), comparison)
-        except (ExportError, OSError) as exc:
-            return _fail("simulator compare", exc)
+        if args.export is not None:
+            rated = _rated(args, oracle, comparison)
+    except (ExportError, RatedExportError, PriceListError, RatingError, OSError) as exc:
+        return _fail("simulator compare", exc)
     if args.json:
         import orjson
 
         doc = comparison.to_doc() | ({"usage_export": usage.to_doc()} if usage is not None else {})
+        doc |= {"rated_export": rated.to_doc()} if rated is not None else {}
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         print_differences(comparison, console)
         for line in summary_lines(usage) if usage is not None else []:
             console.print(line, highlight=False)
-    return 0 if comparison.passed and (usage is None or usage.passed) else 1
+        for line in rated_summary(rated) if rated is not None else []:
+            console.print(line, highlight=False)
+    checks = (comparison.passed, usage is None or usage.passed, rated is None or rated.check.passed)
+    return 0 if all(checks) else 1
+
+
+def _rated(args: argparse.Namespace, oracle: Oracle, comparison: Comparison) -> RatedCheck:
+    if args.price_list is None:
+        raise PriceListError("--price-list", "--export needs the price list it was rated with")
+    price_list = load_price_list(args.price_list.read_text(encoding="utf-8"))
+    return check_rated(oracle, read_rated(args.export.read_bytes()), price_list, comparison)

@@ -11,6 +11,7 @@ from ._interface import ApiToken as ApiToken
 from ._interface import AuditEntry as AuditEntry
 from ._interface import AuditRecord as AuditRecord
 from ._interface import BatchOutcome as BatchOutcome
+from ._interface import BillingPeriod as BillingPeriod
 from ._interface import Bucket as Bucket
 from ._interface import Conflict as Conflict
 from ._interface import CredentialStatus as CredentialStatus
@@ -20,6 +21,8 @@ from ._interface import EventKey as EventKey
 from ._interface import IngestCredential as IngestCredential
 from ._interface import MigrationError as MigrationError
 from ._interface import Page as Page
+from ._interface import PeriodLine as PeriodLine
+from ._interface import PriceListVersion as PriceListVersion
 from ._interface import Project as Project
 from ._interface import RejectedEvent as RejectedEvent
 from ._interface import RejectedKey as RejectedKey
@@ -31,6 +34,7 @@ from ._interface import RuleViolation as RuleViolation
 from ._interface import SchemaStatus as SchemaStatus
 from ._interface import SizeName as SizeName
 from ._interface import Store as Store
+from ._interface import StoredPriceList as StoredPriceList
 from ._interface import StoreError as StoreError
 from ._interface import StoreUnavailable as StoreUnavailable
 from ._interface import SyncLockHeld as SyncLockHeld
@@ -66,6 +70,7 @@ __all__ = [
     "AuditEntry",
     "AuditRecord",
     "BatchOutcome",
+    "BillingPeriod",
     "Bucket",
     "Conflict",
     "ConnectionWaitTimeout",
@@ -78,6 +83,8 @@ __all__ = [
     "MigrationError",
     "Page",
     "PartitionStats",
+    "PeriodLine",
+    "PriceListVersion",
     "ProbeResult",
     "Project",
     "RejectedEvent",
@@ -94,6 +101,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreUnavailable",
+    "StoredPriceList",
     "SyncLockHeld",
     "SyncReceipts",
     "SyncRow",

@@ -33,6 +33,7 @@ from ._records import AuditEntry as AuditEntry
 from ._records import AuditRecord as AuditRecord
 from ._records import BatchOutcome as BatchOutcome
 from ._records import BatchWriter as BatchWriter
+from ._records import BillingPeriod as BillingPeriod
 from ._records import Bucket as Bucket
 from ._records import Conflict as Conflict
 from ._records import DeadLetter as DeadLetter
@@ -40,6 +41,8 @@ from ._records import EventFilter as EventFilter
 from ._records import EventKey as EventKey
 from ._records import MigrationError as MigrationError
 from ._records import Page as Page
+from ._records import PeriodLine as PeriodLine
+from ._records import PriceListVersion as PriceListVersion
 from ._records import Project as Project
 from ._records import RejectedEvent as RejectedEvent
 from ._records import RejectedKey as RejectedKey
@@ -50,6 +53,7 @@ from ._records import ResourceType as ResourceType
 from ._records import RuleViolation as RuleViolation
 from ._records import SchemaStatus as SchemaStatus
 from ._records import SizeName as SizeName
+from ._records import StoredPriceList as StoredPriceList
 from ._records import StoreError as StoreError
 from ._records import StoreUnavailable as StoreUnavailable
 from ._records import SyncLockHeld as SyncLockHeld
@@ -114,6 +118,61 @@ class Store(Protocol):
 
     # -- resource types -------------------------------------------------------------------------------
     async def get_resource_type(self, platform: str, resource_type: str) -> ResourceType | None: ...
+
+    async def put_price_list(
+        self,
+        name: str,
+        currency: str,
+        versions: Sequence[tuple[datetime, Mapping[str, Any]]],
+        *,
+        now: datetime | None = None,
+    ) -> StoredPriceList:
+        """Store a price list's versions (each (effective_from, canonical document)), in one
+        transaction: a version already in force at ``now`` must be given unchanged (else
+        ``RuleViolation`` naming it, and nothing changes); versions not yet in force are replaced
+        by the given ones. A list keeps its currency (``RuleViolation`` otherwise)."""
+        ...
+
+    async def get_price_list(self, name: str) -> StoredPriceList | None: ...
+
+    async def close_period(self, period: BillingPeriod, lines: Sequence[Mapping[str, Any]]) -> None:
+        """Store a closed period and its rated lines (kind ``closed``, in order), in one transaction;
+        ``Conflict`` naming it when the period is already closed. The database refuses any later
+        change of either (triggers on both backends)."""
+        ...
+
+    async def get_period(self, cloud: str, period_start: datetime) -> BillingPeriod | None: ...
+
+    async def list_periods(self, cloud: str | None = None) -> list[BillingPeriod]:
+        """Closed periods by cloud and start."""
+        ...
+
+    async def period_lines(self, cloud: str, period_start: datetime) -> list[PeriodLine]:
+        """A closed period's lines in order: those of the close, then each correction."""
+        ...
+
+    async def add_period_corrections(
+        self,
+        cloud: str,
+        period_start: datetime,
+        lines: Sequence[Mapping[str, Any]],
+        *,
+        reason: str,
+        sync_run: str | None,
+        at: datetime,
+    ) -> int:
+        """Append correction lines to a closed period (after its last line); how many were added."""
+        ...
+
+    async def deliver_corrections(
+        self, cloud: str, period_start: datetime, seqs: Sequence[int], at: datetime
+    ) -> None:
+        """Mark correction lines delivered at ``at`` (once: a line delivered before is refused)."""
+        ...
+
+    async def list_price_lists(self) -> list[StoredPriceList]:
+        """Every price list by name, its versions ascending."""
+        ...
 
     async def list_resource_types(self) -> list[ResourceType]:
         """All registered types, ordered by (platform, resource_type)."""
@@ -281,6 +340,13 @@ class Store(Protocol):
         self, at: datetime | None = None, *, relation_type: str | None = None
     ) -> list[Relation]:
         """All relations valid at ``at`` (None: the active ones), for graph walks and the cycle guard."""
+        ...
+
+    async def relations_between(
+        self, start: datetime, end: datetime, *, relation_type: str
+    ) -> list[Relation]:
+        """The relations of ``relation_type`` valid at some instant of ``[start, end)``, by ``valid_from``
+        (an invoice's billing accounts: a project may move between two inside its period)."""
         ...
 
     async def update_relation(

@@ -83,6 +83,50 @@ class SchemaStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class BillingPeriod:
+    """A cloud's period ``[period_start, period_end)``, closed at ``closed_at`` with ``price_list``."""
+
+    cloud: str
+    period_start: datetime
+    period_end: datetime
+    price_list: str
+    closed_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodLine:
+    """A frozen line of a closed period: ``kind`` ``closed`` (rated at the close) or ``correction``
+    (a difference found later, with its ``reason`` and ``sync_run``); ``line`` is the rated line's
+    JSON. Invariant: never changed once stored, but for ``delivered_at``, set once."""
+
+    seq: int
+    kind: str
+    line: Mapping[str, Any]
+    reason: str | None
+    sync_run: str | None
+    recorded_at: datetime
+    delivered_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class PriceListVersion:
+    """One stored version of a price list: its canonical document (amounts as decimal texts)."""
+
+    effective_from: datetime
+    document: Mapping[str, Any]
+    loaded_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPriceList:
+    """A named price list. Invariant: ``versions`` ascend by ``effective_from``, all in ``currency``."""
+
+    name: str
+    currency: str
+    versions: tuple[PriceListVersion, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SizeName:
     """One size-name row: in ``cloud``, a ``resource_type`` size with ``member`` = ``value`` is ``name``."""
 

@@ -12,8 +12,8 @@ writes a whole batch its own way (``write_batch``), as arrays in pipeline mode.
 table), ``_sql_projection`` (current_resources), ``_sql_sync`` (sync runs and
 receipts), ``_sql_projects`` (projects and relations), ``_sql_audit`` (rejected
 events, audit log), ``_sql_catalog`` (size names, resource types),
-``_sql_credentials`` (tokens, ingest credentials); ``_sql_text`` holds the pure
-statement text they share.
+``_sql_credentials`` (tokens, ingest credentials), ``_sql_pricing`` (price lists),
+``_sql_periods`` (billing periods); ``_sql_text`` holds the pure statement text they share.
 """
 
 from __future__ import annotations
@@ -21,9 +21,11 @@ from __future__ import annotations
 from ._sql_catalog import CatalogSql
 from ._sql_credentials import CredentialsSql
 from ._sql_ingest import IngestSql
+from ._sql_periods import PeriodsSql
+from ._sql_pricing import PricingSql
 from ._sql_projects import ProjectsSql
 from ._sql_sync import SyncRunsSql
 
 
-class SqlStore(IngestSql, CatalogSql, ProjectsSql, SyncRunsSql, CredentialsSql):
+class SqlStore(IngestSql, CatalogSql, ProjectsSql, SyncRunsSql, CredentialsSql, PricingSql, PeriodsSql):
     """Every Store method over the dialect seam; see the module docstring."""

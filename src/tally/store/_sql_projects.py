@@ -212,6 +212,14 @@ class ProjectsSql(SqlBase):
             recs = await tx.fetchall(f"{self._RELATION_SELECT} WHERE {where} ORDER BY valid_from, id", params)
         return [self._relation(r) for r in recs]
 
+    async def relations_between(
+        self, start: datetime, end: datetime, *, relation_type: str
+    ) -> list[Relation]:
+        where = "relation_type = ? AND valid_from < ? AND (valid_to IS NULL OR valid_to > ?)"
+        params = (relation_type, self.ts(end), self.ts(start))
+        recs = await self._fetch(f"{self._RELATION_SELECT} WHERE {where} ORDER BY valid_from, id", params)
+        return [self._relation(r) for r in recs]
+
     async def update_relation(
         self,
         relation_id: str,

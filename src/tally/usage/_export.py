@@ -154,16 +154,24 @@ def _fact_rows(query: UsageQuery, batch: FactHistories) -> list[UsageRow]:
     return rows
 
 
+async def folded_batches(
+    store: Store, query: UsageQuery, fold: Callable[[FactHistories], _T], progress: Progress | None = None
+) -> AsyncGenerator[_T, None]:
+    """``fold`` of every batch of the query's facts, in key order (the rated export's reader too)."""
+    async with store.open_usage_stream(query.scope) as batches:
+        async for done, count in _folded(batches, fold):
+            if progress is not None:
+                progress(count)
+            yield done
+
+
 async def resource_pages(
     store: Store, query: UsageQuery, *, progress: Progress | None = None
 ) -> AsyncGenerator[list[UsageRow], None]:
     """Every per-resource line of the query, a chunk of resources at a time, in key order."""
-    async with store.open_usage_stream(query.scope) as batches:
-        async for rows, count in _folded(batches, partial(_fact_rows, query)):
-            if progress is not None:
-                progress(count)
-            if rows:
-                yield rows
+    async for rows in folded_batches(store, query, partial(_fact_rows, query), progress):
+        if rows:
+            yield rows
 
 
 def _group_order(item: tuple[GroupKey, UsageLine]) -> tuple[tuple[str, ...], str]:

@@ -24,8 +24,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from tally.config import Settings
 from tally.core import USAGE_GROUPS, InstantError, UsageWindow, format_instant, parse_instant, utc_now
+from tally.rating import PriceList, PriceListError
+from tally.rating.commands import read_price_list
 from tally.store import StoreError, open_store
 
+from . import _period_commands
 from ._export import (
     UsageQuery,
     WindowError,
@@ -34,7 +37,9 @@ from ._export import (
     resource_pages,
     resources_in_scope,
 )
+from ._focus_write import write_focus
 from ._format import csv_header, csv_rows, csv_text, quantity_members, row_json
+from ._rated_write import write_rated
 
 TOKEN_ENV = "TALLY_API_TOKEN"
 API_PAGE = 1000
@@ -55,12 +60,35 @@ def register(subparsers: Any) -> None:
     )
     for name in ("cloud", "platform", "project-id", "resource-type"):
         p.add_argument(f"--{name}", dest=name.replace("-", "_"), help=f"only this {name.replace('-', ' ')}")
-    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.add_argument(
+        "--format",
+        choices=("csv", "json", "focus-csv", "focus-parquet"),
+        default="csv",
+        help="csv or json; focus-csv and focus-parquet (FOCUS 1.2) need --price-list",
+    )
+    p.add_argument(
+        "--with-corrections",
+        dest="with_corrections",
+        action="store_true",
+        help="FOCUS: add the correction lines of closed periods not yet delivered, and mark them delivered",
+    )
+    p.add_argument(
+        "--provider",
+        default="OpenStack",
+        help="the FOCUS ProviderName, PublisherName and InvoiceIssuerName (default: OpenStack)",
+    )
+    p.add_argument(
+        "--price-list",
+        dest="price_list",
+        metavar="FILE|NAME",
+        help="rate the usage by this price list: a YAML file (--store), or a stored list's name (--api)",
+    )
     p.add_argument("--out", help="write to this file (default: stdout)")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--store", help="store URL (default: the configured store)")
     source.add_argument("--api", help=f"Reporting API base URL (token in ${TOKEN_ENV})")
     p.set_defaults(handler=run_usage)
+    _period_commands.register(subparsers)
 
 
 def _fail(message: str) -> int:
@@ -124,11 +152,36 @@ def _json_head(query: UsageQuery) -> bytes:
     return orjson.dumps(head)[:-1] + b',"items":['
 
 
-async def _from_store(url: str, query: UsageQuery, fmt: str, out: IO[bytes]) -> None:
+async def _from_store(
+    url: str,
+    query: UsageQuery,
+    fmt: str,
+    out: IO[bytes],
+    price_list: PriceList | None,
+    provider: str,
+    with_corrections: bool,
+) -> None:
     async with open_store(url) as store:
         status = await store.schema_status()
         if status.behind:
             raise ValueError(f"the store's schema is at {status.current}, this build needs {status.latest}")
+        if price_list is not None:
+            bar, advance = _progress(await resources_in_scope(store, query), "resources")
+            with bar:
+                if fmt.startswith("focus-"):
+                    await write_focus(
+                        store,
+                        query,
+                        price_list,
+                        fmt,
+                        out,
+                        provider=provider,
+                        with_corrections=with_corrections,
+                        progress=advance,
+                    )
+                else:
+                    await write_rated(store, query, price_list, fmt, out, progress=advance)
+            return
         members = quantity_members(await store.list_resource_types(), query.resource_type)
         columns = query.columns
         bar, advance = _progress(await resources_in_scope(store, query), "resources")
@@ -167,11 +220,13 @@ def _params(query: UsageQuery) -> dict[str, Any]:
     return params
 
 
-async def _api_pages(client: httpx.AsyncClient, params: dict[str, Any]) -> AsyncIterator[list[Any]]:
+async def _api_pages(
+    client: httpx.AsyncClient, route: str, params: dict[str, Any]
+) -> AsyncIterator[list[Any]]:
     cursor = None
     while True:
         page_params = {**params, "limit": API_PAGE, **({"cursor": cursor} if cursor else {})}
-        response = await client.get("/api/v1/usage", params=page_params)
+        response = await client.get(route, params=page_params)
         _raise_for_problem(response)
         body = response.json()
         yield body["items"]
@@ -191,21 +246,24 @@ def _raise_for_problem(response: httpx.Response) -> None:
         raise ValueError(f"the API answered {response.status_code}: {message}")
 
 
-async def _from_api(base: str, query: UsageQuery, fmt: str, out: IO[bytes]) -> None:
+async def _from_api(
+    base: str, query: UsageQuery, fmt: str, out: IO[bytes], price_list: str | None = None
+) -> None:
     token = os.environ.get(TOKEN_ENV)
     if not token:
         raise ValueError(f"--api needs a token in ${TOKEN_ENV}")
     headers = {"Authorization": f"Bearer {token}"}
     bar, advance = _progress(None, "lines")
+    route, params = "/api/v1/usage", _params(query)
+    if price_list is not None:
+        route, params = "/api/v1/usage/rated", {**params, "price_list": price_list}
     async with httpx.AsyncClient(
         base_url=base, headers=headers, timeout=httpx.Timeout(30, read=600)
     ) as client:
         with bar:
             if fmt == "csv":
                 csv_headers = {"Accept": "text/csv"}
-                async with client.stream(
-                    "GET", "/api/v1/usage", params=_params(query), headers=csv_headers
-                ) as r:
+                async with client.stream("GET", route, params=params, headers=csv_headers) as r:
                     if r.status_code != 200:
                         await r.aread()
                         _raise_for_problem(r)
@@ -215,7 +273,7 @@ async def _from_api(base: str, query: UsageQuery, fmt: str, out: IO[bytes]) -> N
                 return
             out.write(_json_head(query))
             first = True
-            async for items in _api_pages(client, _params(query)):
+            async for items in _api_pages(client, route, params):
                 for item in items:
                     out.write((b"" if first else b",") + orjson.dumps(item))
                     first = False
@@ -223,17 +281,37 @@ async def _from_api(base: str, query: UsageQuery, fmt: str, out: IO[bytes]) -> N
             out.write(b"]}\n")
 
 
+def _price_list(args: argparse.Namespace, query: UsageQuery) -> PriceList | None:
+    if args.price_list is None:
+        if args.format.startswith("focus-"):
+            raise ValueError(f"--format {args.format}: a FOCUS export is rated: give --price-list")
+        return None
+    if query.group_by:
+        raise ValueError("--price-list: rating is per resource; leave out --group-by")
+    if args.api:
+        if args.format != "csv":
+            raise ValueError(f"--format {args.format}: with --api a rated export is CSV; use --store")
+        return None  # the API rates by the stored list of that name (/api/v1/usage/rated)
+    try:
+        return read_price_list(args.price_list)
+    except PriceListError as exc:
+        raise ValueError(f"--price-list {args.price_list}: {exc}") from None
+
+
 def run_usage(args: argparse.Namespace) -> int:
     try:
         query = _query(args)
+        price_list = _price_list(args, query)
     except ValueError as exc:
         return _fail(str(exc))
     try:
         with open(args.out, "wb") if args.out else nullcontext(sys.stdout.buffer) as out:
             if args.api:
-                anyio.run(_from_api, args.api, query, args.format, out)
+                anyio.run(_from_api, args.api, query, args.format, out, args.price_list)
             else:
-                anyio.run(_from_store, args.store or Settings().store_url, query, args.format, out)
+                url = args.store or Settings().store_url
+                run = (url, query, args.format, out, price_list, args.provider, args.with_corrections)
+                anyio.run(_from_store, *run)
     except (ValueError, httpx.HTTPError, OSError, StoreError) as exc:
         return _fail(str(exc))
     return 0

@@ -159,6 +159,27 @@ def test_compare_reads_an_empty_migrated_store_of_an_empty_oracle(
     assert "passed: 0 exact" in capsys.readouterr().out
 
 
+def test_compare_judges_a_rated_export_and_refuses_one_without_its_price_list(
+    migrated_store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prices, export = tmp_path / "prices.yaml", tmp_path / "rated.csv"
+    prices.write_text(
+        'name: p\ncurrency: EUR\nversions:\n  - effective_from: "2026-01-01T00:00:00Z"\n'
+        '    types:\n      instance: {vcpu_hour: "0.01"}\n'
+    )
+    window = ["--from", "2026-07-01T00:00:00Z", "--to", "2026-08-01T00:00:00Z"]
+    assert (
+        main(["usage", *window, "--store", migrated_store, "--price-list", str(prices), "--out", str(export)])
+        == 0
+    )
+    extra = ("--export", str(export), "--price-list", str(prices))
+    assert _compare(tmp_path, ORACLE_DOC, migrated_store, *extra) == 0
+    assert "rated export passed: 0 resources exact" in capsys.readouterr().out
+    assert _compare(tmp_path, ORACLE_DOC, migrated_store, "--export", str(export)) == 2
+    err = capsys.readouterr().err
+    assert "--price-list: --export needs the price list it was rated with" in err and err.count("\n") == 1
+
+
 def test_compare_refuses_a_store_it_cannot_read_and_creates_none(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
