@@ -39,6 +39,10 @@ def _wsgi(layout: Layout, name: str, module: str, argv: list[str], env: dict[str
         "--threads", "4",
         "--timeout", "300",
         "--graceful-timeout", "5",
+        # Longer than any client's idle gap: openstacksdk's waiters poll every 2 s, gunicorn's default
+        # keep-alive, so a poll could land on a connection the server was closing ("Remote end closed
+        # connection without response", seen in CI). nginx's default is 75 s too.
+        "--keep-alive", "75",
         "--no-control-socket",
         "--pythonpath", str(ENTRY_DIR),
         "wsgi_entry:application",
