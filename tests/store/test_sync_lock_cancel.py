@@ -115,3 +115,25 @@ async def test_postgres_lock_released_when_the_holder_is_cancelled(store_url: st
         with pytest.raises(SyncLockHeld):
             async with store.sync_lock("os-dev"), store.sync_lock("os-dev"):
                 pass
+
+
+async def test_a_take_the_database_holds_up_is_bounded_and_never_a_lock(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The take goes on when its run is cancelled (so a lock it took is released), but not forever: a
+    # database that holds it up past the bound is StoreUnavailable, and the run holds no lock.
+    if not store_url.startswith("postgresql"):
+        pytest.skip("the advisory lock is PostgreSQL's")
+    from tally.store import StoreUnavailable, _pg_sync_lock
+
+    monkeypatch.setattr(_pg_sync_lock, "TAKE_BOUND_S", 0.5)
+    async with open_store(store_url) as store:
+        await store.migrate_up()
+        # The test's schema is in the URL's options: the blocker locks the store's own table.
+        async with await psycopg.AsyncConnection.connect(store_url) as blocker:
+            await blocker.execute("LOCK TABLE sync_lock_keys IN ACCESS EXCLUSIVE MODE")
+            with anyio.fail_after(5), pytest.raises(StoreUnavailable, match=r"not taken within 0\.5 s"):
+                async with store.sync_lock("os-bound"):
+                    pytest.fail("a lock was held")
+            await blocker.rollback()
+        await still_works(store, "os-bound")

@@ -32,6 +32,9 @@ from ._pool_wait import lost_connection, one_line
 
 log = logging.getLogger(__name__)
 
+#: How long the take of a lock may go on once it was asked for, whatever cancels its run meanwhile.
+TAKE_BOUND_S = 10.0
+
 
 @asynccontextmanager
 async def hold_sync_lock(url: str, cloud: str) -> AsyncIterator[None]:
@@ -45,7 +48,13 @@ async def hold_sync_lock(url: str, cloud: str) -> AsyncIterator[None]:
         raise StoreUnavailable(f"no connection for the sync lock of {cloud}: {one_line(exc)}") from exc
     try:
         try:
-            key = await _take_sync_lock(conn, cloud)
+            # Shielded, within a bound: a take cancelled after it was sent may hold the lock on the
+            # server while this side never learns its key to release it, and the close alone frees it
+            # only once the server process exits, a moment in which another replica is refused.
+            with anyio.CancelScope(shield=True, deadline=anyio.current_time() + TAKE_BOUND_S) as take:
+                key = await _take_sync_lock(conn, cloud)
+            if take.cancelled_caught:
+                raise StoreUnavailable(f"the sync lock of {cloud} was not taken within {TAKE_BOUND_S:g} s")
         except psycopg.OperationalError as exc:
             lost = lost_connection(exc, conn)
             if lost is None:
