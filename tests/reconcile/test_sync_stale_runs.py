@@ -116,3 +116,22 @@ async def test_an_on_request_clouds_scheduler_fails_stale_rows_at_start(store: S
                     await anyio.sleep(0.05)
             stopping.set()
         assert [r["status"] for r in await store.list_sync_runs(h.cloud)] == ["failed"]  # and nothing ran
+
+
+async def test_an_on_request_clouds_scheduler_has_taken_over_when_it_says_it_started(
+    store: Store, tmp_path: Path
+) -> None:
+    """The daemon is ready once every actor started: a run asked for then must find the lock free."""
+    async with open_harness(world(), store, tmp_path) as h:
+        stale = await store.start_sync_run(h.cloud, T0 + minutes(30))
+        entry = CloudEntry(h.cloud, "openstack", "openstack", {"os_cloud": "admin"}, sync_interval_s=0)
+        service = SyncService([entry], store=store, pipeline=h.pipeline, settings=RunSettings(settle_s=0))
+        stopping, started = anyio.Event(), anyio.Event()
+        ctx = ActorContext("sync-scheduler", stopping, started.set)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: run_cloud_scheduler(service, h.cloud, ctx))
+            with anyio.fail_after(10):
+                await started.wait()
+            assert (await store.get_sync_run(stale) or {})["status"] == "failed"
+            assert (await h.sync(T0 + minutes(60))).status is Status.COMPLETED
+            stopping.set()

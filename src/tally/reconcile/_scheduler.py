@@ -65,12 +65,15 @@ async def run_cloud_scheduler(
     to stop."""
     entry = service.entries[cloud]
     rng = rng or random.Random()
-    ctx.started()
     if entry.sync_interval_s == 0:
-        await _learn_size_names(service, cloud, ctx)
+        # Taken over before the actor says it started: the daemon is ready only after, so a run asked
+        # for at once never meets this short hold of the lock as "a sync is already running".
         await service.take_over(cloud)
+        ctx.started()
+        await _learn_size_names(service, cloud, ctx)
         await ctx.wait_stopping()
         return
+    ctx.started()
     intervals = {c: e.sync_interval_s for c, e in service.entries.items()}
     delay = first_delay(cloud, intervals, rng)
     # The stagger counts from the actor's start: the names' listing takes its time out of the delay.
