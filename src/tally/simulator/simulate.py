@@ -18,174 +18,60 @@ has read the rows), so only the outbox's lag sets paced apart from lockstep.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import logging
 import os
 import tempfile
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import anyio
 import yaml
 
 from tally.collector import Collector, InProcessBus
 from tally.config import Settings, load_clouds_config
-from tally.core import Interval, format_instant
 from tally.ingest import IngestPipeline
 from tally.outbox import IngestSink
 from tally.reconcile import RunSettings, SyncService
 from tally.store import open_store
 
+from ._drive import Drainer, lockstep, paced
 from ._gate import IngestGate
 from ._metrics import SYNCS
 from ._platform import platform_created
-from .clock import PublishProgress, VirtualClock
-from .compare import Comparison, compare
-from .fakecloud import (
-    FakeCloudState,
-    admin_cloud_entry,
-    create_fake_cloud_app,
-    serve_fake_cloud,
+from ._run_state import (
+    COLLECTOR_EXCHANGES,
+    SETTLE_S,
+    CountingPipeline,
+    Progress,
+    SimulateError,
+    SimulateOptions,
+    SimulateResult,
+    shown_url,
 )
+from .clock import PublishProgress, VirtualClock
+from .compare import compare
+from .fakecloud import admin_cloud_entry, create_fake_cloud_app, serve_fake_cloud
 from .generator import Month, generate_month
 from .publisher import AmqpSink, BusSink, Publisher, Sink, add_release_route, redact
 from .stored import record_of_store
-from .usage_check import UsageCheck, check_usage
+from .usage_check import check_usage
 from .usage_export import export_of_store
 from .vhost import RunBroker, run_broker
 
+__all__ = [
+    "SETTLE_S",
+    "Progress",
+    "SimulateError",
+    "SimulateOptions",
+    "SimulateResult",
+    "simulate",
+    "write_cloud_files",
+]
+
 log = logging.getLogger(__name__)
-
-#: The exchanges the simulate collector binds: the billed services' (octavia included).
-COLLECTOR_EXCHANGES = "nova,neutron,openstack,glance,octavia"
-DEFAULT_SYNC_INTERVAL = timedelta(minutes=60)
-#: The syncs' recent window, and so the one the compare judges them by. Off: in lockstep every delivery
-#: is in before the sync, so nothing is in flight to wait for, and :func:`sync_is_idle`'s proof needs it off.
-SETTLE_S = 0
-
-
-@dataclass(frozen=True)
-class SimulateOptions:
-    seed: int
-    period: str
-    scale: float = 1.0
-    days: int | None = None
-    faults: frozenset[str] = frozenset()
-    factor: float = 0.0
-    sync_interval: timedelta = DEFAULT_SYNC_INTERVAL
-    cloud: str = "os-sim"
-    store_url: str | None = None
-    amqp_url: str | None = None
-    allow_remote_broker: bool = False
-    queue_name: str = "tally-simulate"
-    skip_idle: bool = True
-    state_dir: Path | None = None
-    now: datetime | None = None
-
-
-class SimulateError(RuntimeError):
-    """The run cannot start on what it was given; the message names it."""
-
-
-def _shown(store_url: str) -> str:
-    return redact(store_url) if store_url.startswith("postgres") else store_url
-
-
-@dataclass
-class IngestTally:
-    accepted: int = 0
-    duplicates: int = 0
-    rejected: int = 0
-
-
-class CountingPipeline:
-    """The ingest pipeline, counting what each source got accepted, deduplicated or rejected."""
-
-    def __init__(self, pipeline: IngestPipeline) -> None:
-        self._pipeline = pipeline
-        self.by_source: dict[str, IngestTally] = {}
-        self.reasons: Counter[str] = Counter()
-
-    async def ingest(self, items: Sequence[object], *, source: str = "collector", scope: Any = None) -> Any:
-        result = await self._pipeline.ingest(items, source=source, scope=scope)
-        tally = self.by_source.setdefault(source, IngestTally())
-        tally.accepted += result.accepted
-        tally.duplicates += result.duplicates
-        tally.rejected += len(result.rejected)
-        for r in result.rejected:
-            self.reasons[str(r.reason).split(":")[0]] += 1
-        return result
-
-
-@dataclass
-class Progress:
-    """What the run has done so far; the command line draws it."""
-
-    published: int = 0
-    total: int = 0
-    virtual_now: datetime | None = None
-    syncs: int = 0
-    idle_skipped: int = 0
-    failed_syncs: int = 0
-    corrections: Counter[str] = field(default_factory=Counter)
-    deferred: Counter[str] = field(default_factory=Counter)
-
-
-@dataclass
-class SimulateResult:
-    month: Month
-    comparison: Comparison
-    usage: UsageCheck
-    stored: dict[tuple[str, str], tuple[Interval, ...]]
-    progress: Progress
-    ingest: dict[str, IngestTally]
-    rejected_reasons: Counter[str]
-    wall_s: float
-    store_url: str
-    state_dir: Path
-    vhost: str | None = None
-    sync_interval: timedelta = DEFAULT_SYNC_INTERVAL
-
-    @property
-    def passed(self) -> bool:
-        return self.comparison.passed and self.usage.passed and self.progress.failed_syncs == 0
-
-    def to_doc(self) -> dict[str, Any]:
-        """The run as one JSON document (``tally simulate --json FILE``): the month, what the pipeline
-        did, and the comparison's own document under ``comparison``."""
-        m, p = self.month, self.progress
-        return {
-            "format": 1,
-            "passed": self.passed,
-            "month": {
-                "seed": m.seed,
-                "period": m.period,
-                "scale": m.scale,
-                "cloud": m.cloud,
-                "from": format_instant(m.period_from),
-                "to": format_instant(m.period_to),
-                "faults": sorted(m.faults),
-            },
-            "notifications": {"published": p.published, "total": p.total},
-            "ingest": {
-                source: {"accepted": t.accepted, "duplicates": t.duplicates, "rejected": t.rejected}
-                for source, t in sorted(self.ingest.items())
-            },
-            "syncs": {"run": p.syncs, "idle_skipped": p.idle_skipped, "failed": p.failed_syncs},
-            "corrections": dict(sorted(p.corrections.items())),
-            "deferred": dict(sorted(p.deferred.items())),
-            "store": _shown(self.store_url),
-            "vhost": self.vhost,
-            "wall_s": round(self.wall_s, 3),
-            "comparison": self.comparison.to_doc(),
-            "usage_export": self.usage.to_doc(),
-        }
 
 
 def write_cloud_files(directory: Path, base_url: str, cloud: str) -> tuple[Path, Path]:
@@ -246,37 +132,6 @@ def _client_config(path: Path) -> Iterator[None]:
             os.environ["OS_CLIENT_CONFIG_FILE"] = previous
 
 
-class Drainer:
-    """Waits until everything published reached ingest: the bus's own drain, or for RabbitMQ the
-    collector having taken and committed as many deliveries as were published to its exchanges,
-    then the sender's flush."""
-
-    def __init__(self, collector: Collector, bus: InProcessBus | None) -> None:
-        self._collector = collector
-        self._bus = bus
-        self._taken_base = collector.statistics().taken
-
-    async def drain(self, publisher: Publisher) -> None:
-        if self._bus is None:
-            # Only what went to a bound exchange reaches the queue.
-            published = sum(publisher.sent_by_exchange[name] for name in COLLECTOR_EXCHANGES.split(","))
-            # Polling: the statistics have no event to wait on, and a drain happens once per sync.
-            began = time.monotonic()
-            while True:
-                stats = self._collector.statistics()
-                if stats.taken - self._taken_base >= published and stats.in_hand == 0:
-                    break
-                await anyio.sleep(0.01)
-                if time.monotonic() - began > 10:
-                    log.info(
-                        "simulate waiting for the collector taken=%d published=%d",
-                        stats.taken - self._taken_base,
-                        published,
-                    )
-                    began = time.monotonic()
-        await self._collector.drain()
-
-
 @contextlib.contextmanager
 def _state_dir(given: Path | None) -> Iterator[Path]:
     if given is not None:
@@ -318,7 +173,7 @@ async def simulate(
             await store.migrate_up()
             if await store.resources_of_cloud(month.cloud):
                 raise SimulateError(
-                    f"the store {_shown(store_url)} already holds resources of cloud {month.cloud}: "
+                    f"the store {shown_url(store_url)} already holds resources of cloud {month.cloud}: "
                     "the comparison would count them too (use an empty store, or another --cloud)"
                 )
             pipeline = CountingPipeline(IngestPipeline(store, require_size_schema=False))
@@ -370,7 +225,7 @@ async def simulate(
                         "sync_interval_s=%d",
                         month.cloud,
                         base_url,
-                        _shown(store_url),
+                        shown_url(store_url),
                         f"{redact(broker.url)} (vhost {broker.vhost})" if broker else "in-process",
                         options.factor,
                         options.sync_interval.total_seconds(),
@@ -406,11 +261,11 @@ async def simulate(
 
                     with _client_config(clouds_yaml):
                         if options.factor == 0:
-                            await _lockstep(
+                            await lockstep(
                                 month, publisher, drainer, sync, collector_accepted, options, progress, tell
                             )
                         else:
-                            await _paced(
+                            await paced(
                                 month, publisher, clock, sync, options, app.config["FAKE_CLOUD"], gate
                             )
                         if publisher.progress.holding:
@@ -455,144 +310,3 @@ async def simulate(
         vhost=vhost,
         sync_interval=options.sync_interval,
     )
-
-
-SyncAt = Callable[[datetime], Any]
-
-
-def change_instants(month: Month) -> list[datetime]:
-    """Every instant the fake cloud's answers change: a resource's segment starts (its creation
-    included) and its termination, sorted. Projects, flavors and volume types are fixed for the
-    period, and a listing at an instant reads only the segment in effect, its start and the
-    termination (``Resource.segment_at``, ``updated_at``, nova's deleted servers)."""
-    found: set[datetime] = set()
-    for r in month.world.resources:
-        found.update(seg.start for seg in r.timeline)
-        if r.terminated_at is not None:
-            found.add(r.terminated_at)
-    return sorted(found)
-
-
-def sync_is_idle(
-    changes: Sequence[datetime],
-    last_completed: datetime | None,
-    at: datetime,
-    *,
-    events_since: int,
-    settle_s: int,
-) -> bool:
-    """Whether the lockstep sync at ``at`` may be skipped: it provably books nothing, and skipping it
-    changes no later sync, so the store comes out event for event as with ``--every-sync``.
-
-    Idle means: the sync just before ran and completed at ``last_completed``; no collector event was
-    accepted since (``events_since`` is 0: the drain before each instant runs either way, so both
-    runs ingest the same deliveries at the same instants); the recent window is off (``settle_s`` 0);
-    and no change instant lies in the *closed* span ``[last_completed, at]``.
-
-    Why a sync at ``at`` would book nothing. The diff is level-based: its inputs are the listings,
-    the projection rows, the run's instant and the deleted-servers window. The listings of live
-    resources at ``at`` are those at ``last_completed`` (no segment starts or ends in between). The
-    rows are the rows ``last_completed``'s sync left: no event arrived since, and every sync in
-    between (with ``--every-sync``) booked nothing, by this same argument. That sync completed, so
-    it booked every correction it decided: a create leaves the row live with the listed state,
-    project and size, an update leaves the listed facts, a delete leaves the row deleted, and none
-    of them is decided again against the same listing. What it deferred, it deferred as
-    transitional (with settle 0 nothing is recent), and the resource is listed in the same
-    transition still. Nova's deleted servers inside the window of a sync at ``at`` (it opens no
-    earlier than ``last_completed``) would have to end inside ``[last_completed, at]``: none does.
-    A deletion dated exactly at ``last_completed`` is why the span is closed: a later window that
-    opens there lists it again, and by then a held-back create may have made its row.
-
-    Why no later sync changes. A skipped run leaves no correction (above) and no completed run, so
-    the one thing it would have moved is the bound of the next run's deleted-servers window: the
-    next sync ``S`` opens it at ``last_completed`` instead of at the skipped instant just before
-    ``S``, clamped to 24 h before ``S`` either way. The two windows differ only by
-    ``[last_completed, S - interval]``, where every instant was idle, so no server ended there and
-    the two listings are the same. A poll-dated correction is dated at the instant of the run that
-    books it; since a skipped instant books nothing, every correction is booked by the same run, at
-    the same instant, in both modes.
-
-    A failed sync (``last_completed`` None) is never followed by a skip: the next run retries what
-    it left, and only completed runs move the bound.
-    """
-    if last_completed is None or events_since != 0 or settle_s != 0:
-        return False
-    return bisect.bisect_left(changes, last_completed) == bisect.bisect_right(changes, at)
-
-
-async def _lockstep(
-    month: Month,
-    publisher: Publisher,
-    drainer: Drainer,
-    sync: SyncAt,
-    collector_accepted: Callable[[], int],
-    options: SimulateOptions,
-    progress: Progress,
-    tell: Callable[[], None],
-) -> None:
-    changes = change_instants(month)
-    last_completed: datetime | None = None
-    accepted_then = 0
-    # The first sync at the month's start, as the daemon syncs each cloud when it starts: the month's
-    # deployment began there, and whatever the cloud held before is booked from what it held then.
-    at = month.period_from
-    while at < month.period_to:
-        # Both modes drain at the same instants, so the store holds the same deliveries at each.
-        if await publisher.publish_until(at):
-            await drainer.drain(publisher)
-        idle = sync_is_idle(
-            changes,
-            last_completed,
-            at,
-            events_since=collector_accepted() - accepted_then,
-            settle_s=SETTLE_S,
-        )
-        if idle and options.skip_idle:
-            progress.idle_skipped += 1
-            progress.virtual_now = at
-            progress.published = publisher.progress.published
-            tell()
-        else:
-            completed = await sync(at)
-            last_completed = at if completed else None
-            accepted_then = collector_accepted()
-        at += options.sync_interval
-    await publisher.publish_until(month.period_to)
-
-
-async def _paced(
-    month: Month,
-    publisher: Publisher,
-    clock: VirtualClock,
-    sync: SyncAt,
-    options: SimulateOptions,
-    cloud: FakeCloudState,
-    gate: IngestGate,
-) -> None:
-    # The syncs run at the instants lockstep syncs at, whatever a sync costs in wall time, so no two
-    # lie further apart than the interval the comparison tolerates. Each sees the month at its
-    # instant: the fake cloud answers every listing from it, and the gate keeps what is dated after
-    # it out of the store until the sync has read the rows. What the outbox has not delivered by then
-    # is the lag seed 002 names, which the sync corrects.
-    clock.rebase(options.factor)
-    at = month.period_from
-    gate.hold_after(at)
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(publisher.publish_paced)
-            while at < month.period_to:
-                await _until(clock, at)
-                with cloud.answering_at(at):
-                    await sync(at)
-                at += options.sync_interval
-                gate.hold_after(at)
-    finally:
-        gate.hold_after(None)
-    clock.rebase(0.0)
-
-
-async def _until(clock: VirtualClock, instant: datetime) -> None:
-    """Sleep until the running clock reaches ``instant`` (at once if it is there already)."""
-    ahead = (instant - clock.now()).total_seconds()
-    if ahead > 0:
-        await anyio.sleep(ahead / clock.factor)

@@ -21,9 +21,9 @@ from rich.table import Table
 from tally.core import format_instant
 
 from ._console_log import eta_s, format_eta
+from ._run_state import Progress as RunProgress
+from ._run_state import SimulateResult
 from .compare import Comparison
-from .simulate import Progress as RunProgress
-from .simulate import SimulateResult
 
 LOG_EVERY_S = 5.0
 

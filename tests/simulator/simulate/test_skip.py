@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from tally.core import format_instant
 from tally.daemon.cli import main
-from tally.simulator.simulate import sync_is_idle
+from tally.simulator._idle import sync_is_idle
 from tally.store import open_store
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
