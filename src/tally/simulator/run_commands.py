@@ -14,31 +14,25 @@ import argparse
 import logging
 import re
 import signal
-import sys
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
-from rich.console import Console
 
 from tally.config import Settings
-from tally.rating import PriceListError, RatedExportError, RatingError, load_price_list, read_rated
-from tally.usage import ExportError, read_export
 
-from ._console_log import ThrottledLine, simulator_logging
+from ._command_support import fail, month_of_args
+from ._compare_command import compare_command
+from ._console_log import ThrottledLine
+from ._simulate_command import simulate_command
 from .clock import ClockError, PublishProgress, VirtualClock
-from .compare import Comparison, compare
-from .faults import FAULTS, FaultError, parse_faults
+from .faults import FAULTS, FaultError
 from .files import NotificationFileError, write_month
-from .generator import GeneratorError, Month, generate_month
-from .oracle import Oracle, OracleError, read_oracle
-from .rated_check import RatedCheck, check_rated, rated_summary
-from .usage_check import check_usage, summary_lines
+from .generator import GeneratorError, Month
 
 log = logging.getLogger(__name__)
 
-MAX_SEED = 2**64 - 1
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 
 
@@ -196,142 +190,6 @@ def register_simulator(sub: Any) -> None:
     cp.set_defaults(handler=compare_command)
 
 
-def _console() -> Console:
-    # Off a terminal rich would wrap at 80 columns; a log or a pipe reads better unwrapped.
-    return Console() if sys.stdout.isatty() else Console(width=160)
-
-
-def _fail(command: str, message: object) -> int:
-    print(f"tally {command}: {message}", file=sys.stderr)
-    return 2
-
-
-def _generate(args: argparse.Namespace, settings: Settings) -> Month:
-    if args.factor < 0:
-        raise ClockError(f"factor {args.factor} must not be negative")
-    if not 0 <= args.seed <= MAX_SEED:
-        # The oracle and the files carry the seed as a JSON integer, 64 bits unsigned at most.
-        raise GeneratorError(f"seed {args.seed} is out of range: 0 to {MAX_SEED}")
-    faults = parse_faults(args.faults)
-    return generate_month(
-        args.seed,
-        args.period,
-        scale=args.scale,
-        cloud=args.cloud or settings.sim_cloud,
-        faults=faults,
-        days=args.days,
-    )
-
-
-def print_differences(comparison: Comparison, console: Console, *, limit: int = 50) -> None:
-    for shown, r in enumerate(comparison.resources, start=1):
-        verdict = "tolerated" if r.tolerated else "OFF"
-        console.print(
-            f"{r.resource_type} {r.resource_id}: {verdict} ({', '.join(r.causes)}); billed seconds oracle "
-            f"{r.oracle_seconds:,.0f} stored {r.stored_seconds:,.0f}",
-            highlight=False,
-        )
-        for d in r.differences:
-            console.print(
-                f"  {d.start.isoformat()} .. {d.end.isoformat()}: {', '.join(d.fields)} ({d.note()})",
-                highlight=False,
-            )
-        if shown >= limit:
-            console.print(f"... and {len(comparison.resources) - shown} more", highlight=False)
-            break
-    for rtype in sorted(set(comparison.oracle_seconds) | set(comparison.stored_seconds)):
-        o, s = comparison.oracle_seconds.get(rtype, 0.0), comparison.stored_seconds.get(rtype, 0.0)
-        console.print(
-            f"billed seconds {rtype}: oracle {o:,.0f} stored {s:,.0f} off {s - o:+,.0f}", highlight=False
-        )
-    for (rtype, member, unit), line in sorted(comparison.quantities.items()):
-        if line.absolute:
-            console.print(
-                f"quantity {rtype} {member or '-'} {unit}: oracle {line.oracle:,.2f} "
-                f"stored {line.stored:,.2f} signed {line.signed:+,.2f} absolute {line.absolute:,.2f}",
-                highlight=False,
-            )
-    causes = ", ".join(f"{k} {v}" for k, v in comparison.off_by_cause.items())
-    console.print(
-        f"{'passed' if comparison.passed else 'FAILED'}: {comparison.exact} exact, "
-        f"{comparison.tolerated} tolerated (corrections the seeds date at a run's poll, checked against "
-        f"{comparison.runs} sync runs, settle {comparison.settle.total_seconds():g} s), {comparison.off} off"
-        + (f" ({causes})" if causes else ""),
-        highlight=False,
-    )
-
-
-async def simulate_command(args: argparse.Namespace) -> int:
-    from .publisher import PublishError, check_broker
-    from .report import render_report, write_report
-    from .simulate import SimulateError, SimulateOptions, simulate
-    from .summary import ProgressView, differences_table, quantities_table, summary_rows, summary_table
-
-    settings = Settings()
-    try:
-        month = _generate(args, settings)
-        if args.sync_interval <= 0:
-            raise ValueError(f"--sync-interval {args.sync_interval} must be above 0 minutes")
-        if args.amqp_url:
-            check_broker(args.amqp_url, allow_remote=args.allow_remote_broker)
-        if args.json is not None and not args.json.parent.is_dir():
-            raise ValueError(f"--json {args.json}: the directory {args.json.parent} does not exist")
-        if args.out is not None:
-            write_month(month, args.out)
-    except (GeneratorError, FaultError, ClockError, PublishError, ValueError, OSError) as exc:
-        return _fail("simulate", exc)
-    options = SimulateOptions(
-        seed=args.seed,
-        period=args.period,
-        scale=args.scale,
-        days=args.days,
-        faults=month.faults,
-        factor=args.factor,
-        sync_interval=timedelta(minutes=args.sync_interval),
-        cloud=month.cloud,
-        store_url=args.store_url,
-        amqp_url=args.amqp_url,
-        allow_remote_broker=args.allow_remote_broker,
-        queue_name=args.queue_name,
-        skip_idle=not args.every_sync,
-        state_dir=args.state_dir,
-    )
-    console = _console()
-    try:
-        with simulator_logging(args.faults), ProgressView(Console(stderr=True)) as view:
-            result = await simulate(options, month=month, on_progress=view.callback())
-    except (PublishError, SimulateError) as exc:
-        return _fail("simulate", exc)
-    if args.json is not None:
-        _write_json(args.json, result.to_doc())
-    console.print(summary_table(result))
-    console.print(quantities_table(result.comparison))
-    for line in summary_lines(result.usage):
-        console.print(line, highlight=False)
-    if result.comparison.resources:
-        console.print(differences_table(result.comparison))
-    if args.report is not None:
-        document = render_report(
-            result.comparison,
-            month.oracle,
-            result.stored,
-            title=f"tally simulate: seed {month.seed}, {month.period}",
-            summary=summary_rows(result),
-        )
-        write_report(args.report, document)
-        console.print(f"report written to {args.report}", highlight=False)
-    return 0 if result.passed else 1
-
-
-def _write_json(path: Path, doc: dict[str, Any]) -> None:
-    import orjson
-
-    # Whole or not at all: a reader (the accuracy benchmark) never sees half a document.
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-    partial.replace(path)
-
-
 async def run_command(args: argparse.Namespace) -> int:
     from .publisher import PublishError, check_broker
     from .register import RegisterError, register_projects
@@ -339,7 +197,7 @@ async def run_command(args: argparse.Namespace) -> int:
     settings = Settings()
     amqp = settings.sim_amqp_url.get_secret_value() if settings.sim_amqp_url else None
     try:
-        month = _generate(args, settings)
+        month = month_of_args(args, settings)
         if amqp is None and args.out is None:
             raise ValueError("without TALLY_SIM_AMQP_URL the run only writes files, and needs --out DIR")
         if amqp is not None:
@@ -352,7 +210,7 @@ async def run_command(args: argparse.Namespace) -> int:
             written = write_month(month, args.out)
             print(f"wrote {', '.join(str(p) for p in written.values())}", flush=True)
     except (GeneratorError, FaultError, ClockError, PublishError, ValueError, OSError) as exc:
-        return _fail("simulator run", exc)
+        return fail("simulator run", exc)
     if amqp is None:
         return 0
     if args.register_projects:
@@ -367,7 +225,7 @@ async def run_command(args: argparse.Namespace) -> int:
                 valid_from=month.period_from,
             )
         except (RegisterError, OSError) as exc:
-            return _fail("simulator run", exc)
+            return fail("simulator run", exc)
     return await _publish_month(month, amqp, args, settings)
 
 
@@ -411,7 +269,7 @@ async def _publish_month(month: Month, amqp: str, args: argparse.Namespace, sett
             if push is not None:
                 push.shutdown()
     except PublishError as exc:
-        return _fail("simulator run", exc)
+        return fail("simulator run", exc)
     print(f"published {progress.published} of {progress.total} to {redact(amqp)}", flush=True)
     return 0
 
@@ -450,7 +308,7 @@ async def replay_command(args: argparse.Namespace) -> int:
         check_broker(amqp, allow_remote=args.allow_remote_broker)
         lines = read_lines(args.input)
     except (NotificationFileError, PublishError, ValueError, OSError) as exc:
-        return _fail("simulator replay", exc)
+        return fail("simulator replay", exc)
     try:
         shown = ThrottledLine(lambda sent, total, eta: f"replay published={sent}/{total} eta={eta}")
         async with AmqpSink(amqp, allow_remote=args.allow_remote_broker) as sink:
@@ -461,89 +319,6 @@ async def replay_command(args: argparse.Namespace) -> int:
                 on_progress=lambda sent, total: shown.update(sent, total, final=sent == total),
             )
     except PublishError as exc:
-        return _fail("simulator replay", exc)
+        return fail("simulator replay", exc)
     print(f"replayed {sent} notifications to {redact(amqp)}", flush=True)
     return 0
-
-
-def _platform_instants(oracle: Oracle, scale: float | None) -> dict[tuple[str, str], datetime] | None:
-    """The world's creation instants when ``scale`` regenerates exactly this oracle's month."""
-    from ._platform import platform_created
-
-    if scale is None:
-        return None
-    days = (oracle.period_to - oracle.period_from).days
-    month = generate_month(
-        oracle.seed,
-        f"{oracle.period_from:%Y-%m}",
-        scale=scale,
-        cloud=oracle.cloud,
-        faults=oracle.faults,
-        days=days,
-    )
-    if month.oracle.to_json() != oracle.to_json():
-        raise ValueError(
-            f"--scale {scale:g} does not regenerate this oracle (seed {oracle.seed}, cloud {oracle.cloud}); "
-            "pass the scale the month was generated with"
-        )
-    return platform_created(month.world)
-
-
-async def compare_command(args: argparse.Namespace) -> int:
-    from .stored import StoredReadError, record_from_api, record_from_store_url
-
-    settings = Settings()
-    console = _console()
-    try:
-        if args.settle < 0:
-            raise ValueError(f"--settle {args.settle} must not be negative")
-        oracle = read_oracle(args.oracle.read_bytes())
-        if oracle.period_to > datetime.now(UTC):
-            raise ValueError(
-                f"the oracle's period ends at {oracle.period_to.isoformat()}, which has not passed: "
-                "compare a month that has ended"
-            )
-        created = _platform_instants(oracle, args.scale)
-    except (OracleError, GeneratorError, FaultError, OSError, ValueError) as exc:
-        return _fail("simulator compare", exc)
-    try:
-        if args.api:
-            token = args.token or (
-                settings.sim_api_token.get_secret_value() if settings.sim_api_token else None
-            )
-            record = await record_from_api(args.api, token, oracle.cloud)
-        else:
-            record = await record_from_store_url(args.store_url, oracle.cloud)
-    except StoredReadError as exc:
-        return _fail("simulator compare", exc)
-    comparison = compare(oracle, record, settle=timedelta(seconds=args.settle), platform_created=created)
-    usage = None
-    rated: RatedCheck | None = None
-    try:
-        if args.usage is not None:
-            usage = check_usage(oracle, read_export(args.usage.read_bytes()), comparison)
-        if args.export is not None:
-            rated = _rated(args, oracle, comparison)
-    except (ExportError, RatedExportError, PriceListError, RatingError, OSError) as exc:
-        return _fail("simulator compare", exc)
-    if args.json:
-        import orjson
-
-        doc = comparison.to_doc() | ({"usage_export": usage.to_doc()} if usage is not None else {})
-        doc |= {"rated_export": rated.to_doc()} if rated is not None else {}
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
-    else:
-        print_differences(comparison, console)
-        for line in summary_lines(usage) if usage is not None else []:
-            console.print(line, highlight=False)
-        for line in rated_summary(rated) if rated is not None else []:
-            console.print(line, highlight=False)
-    checks = (comparison.passed, usage is None or usage.passed, rated is None or rated.check.passed)
-    return 0 if all(checks) else 1
-
-
-def _rated(args: argparse.Namespace, oracle: Oracle, comparison: Comparison) -> RatedCheck:
-    if args.price_list is None:
-        raise PriceListError("--price-list", "--export needs the price list it was rated with")
-    price_list = load_price_list(args.price_list.read_text(encoding="utf-8"))
-    return check_rated(oracle, read_rated(args.export.read_bytes()), price_list, comparison)
