@@ -13,10 +13,12 @@ from typing import Any
 
 from tally.core import Interval, format_instant
 from tally.ingest import IngestPipeline
+from tally.rating import PriceList
 
 from .compare import Comparison
 from .generator import Month
 from .publisher import redact
+from .rated_check import RatedCheck
 from .usage_check import UsageCheck
 
 #: The exchanges the simulate collector binds: the billed services' (octavia included).
@@ -44,6 +46,9 @@ class SimulateOptions:
     skip_idle: bool = True
     state_dir: Path | None = None
     now: datetime | None = None
+    #: Rate the month by this price list at the end: the invoice it would send, judged by the oracle's.
+    price_list: PriceList | None = None
+    invoice_format: str = "csv"
 
 
 class SimulateError(RuntimeError):
@@ -108,10 +113,14 @@ class SimulateResult:
     state_dir: Path
     vhost: str | None = None
     sync_interval: timedelta = DEFAULT_SYNC_INTERVAL
+    rated: RatedCheck | None = None
+    #: The rated export of the month (``SimulateOptions.invoice_format``), with a price list.
+    invoice: bytes | None = None
 
     @property
     def passed(self) -> bool:
-        return self.comparison.passed and self.usage.passed and self.progress.failed_syncs == 0
+        rated = self.rated is None or self.rated.check.passed
+        return self.comparison.passed and self.usage.passed and rated and self.progress.failed_syncs == 0
 
     def to_doc(self) -> dict[str, Any]:
         """The run as one JSON document (``tally simulate --json FILE``): the month, what the pipeline
@@ -142,4 +151,4 @@ class SimulateResult:
             "wall_s": round(self.wall_s, 3),
             "comparison": self.comparison.to_doc(),
             "usage_export": self.usage.to_doc(),
-        }
+        } | ({"rated_export": self.rated.to_doc()} if self.rated is not None else {})

@@ -1,6 +1,9 @@
 """``tally simulate``'s handler: the month generated from the arguments, run through the pipeline with
 a progress view, then the summary, the quantities, the usage check and the differences printed, and
-the optional JSON document and HTML report written; exit 0 only if everything passed."""
+the optional JSON document and HTML report written. With a price list the month ends with its invoice:
+rated as ``tally usage --price-list`` rates it, judged line by line against the oracle's month rated by
+the same list, the total per project printed for both, and written with ``--invoice``. Exit 0 only if
+everything passed."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from typing import Any
 from rich.console import Console
 
 from tally.config import Settings
+from tally.rating import PriceList, PriceListError, RatingError, load_price_list
 
 from ._command_support import fail, month_of_args, output_console
 from ._console_log import simulator_logging
@@ -19,6 +23,7 @@ from .clock import ClockError
 from .faults import FaultError
 from .files import write_month
 from .generator import GeneratorError
+from .rated_check import rated_summary
 from .usage_check import summary_lines
 
 
@@ -37,9 +42,10 @@ async def simulate_command(args: argparse.Namespace) -> int:
             check_broker(args.amqp_url, allow_remote=args.allow_remote_broker)
         if args.json is not None and not args.json.parent.is_dir():
             raise ValueError(f"--json {args.json}: the directory {args.json.parent} does not exist")
+        price_list = _price_list(args)
         if args.out is not None:
             write_month(month, args.out)
-    except (GeneratorError, FaultError, ClockError, PublishError, ValueError, OSError) as exc:
+    except (GeneratorError, FaultError, ClockError, PublishError, PriceListError, ValueError, OSError) as exc:
         return fail("simulate", exc)
     options = SimulateOptions(
         seed=args.seed,
@@ -56,12 +62,15 @@ async def simulate_command(args: argparse.Namespace) -> int:
         queue_name=args.queue_name,
         skip_idle=not args.every_sync,
         state_dir=args.state_dir,
+        price_list=price_list,
+        invoice_format="json" if args.invoice is not None and args.invoice.suffix == ".json" else "csv",
     )
     console = output_console()
     try:
         with simulator_logging(args.faults), ProgressView(Console(stderr=True)) as view:
             result = await simulate(options, month=month, on_progress=view.callback())
-    except (PublishError, SimulateError) as exc:
+    except (PublishError, SimulateError, RatingError) as exc:
+        # RatingError: the month holds a flavor or state the price list cannot place.
         return fail("simulate", exc)
     if args.json is not None:
         _write_json(args.json, result.to_doc())
@@ -69,6 +78,11 @@ async def simulate_command(args: argparse.Namespace) -> int:
     console.print(quantities_table(result.comparison))
     for line in summary_lines(result.usage):
         console.print(line, highlight=False)
+    for line in rated_summary(result.rated) if result.rated is not None else []:
+        console.print(line, highlight=False)
+    if args.invoice is not None and result.invoice is not None:
+        args.invoice.write_bytes(result.invoice)
+        console.print(f"invoice written to {args.invoice}", highlight=False)
     if result.comparison.resources:
         console.print(differences_table(result.comparison))
     if args.report is not None:
@@ -91,3 +105,18 @@ def _write_json(path: Path, doc: dict[str, Any]) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
     partial.replace(path)
+
+
+def _price_list(args: argparse.Namespace) -> PriceList | None:
+    """The checked price list of ``--price-list``; ``--invoice`` alone is refused before anything runs."""
+    if args.invoice is not None:
+        if args.price_list is None:
+            raise ValueError(f"--invoice {args.invoice}: an invoice is rated, give --price-list")
+        if not args.invoice.parent.is_dir():
+            raise ValueError(f"--invoice {args.invoice}: the directory {args.invoice.parent} does not exist")
+    if args.price_list is None:
+        return None
+    try:
+        return load_price_list(args.price_list.read_text(encoding="utf-8"))
+    except PriceListError as exc:
+        raise PriceListError(str(args.price_list), str(exc)) from None

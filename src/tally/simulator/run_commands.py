@@ -108,6 +108,22 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="also write the run and its comparison as one JSON document",
     )
+    p.add_argument(
+        "--price-list",
+        dest="price_list",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="end with the invoice: rate the month by this price list (YAML) and judge it by the oracle's",
+    )
+    p.add_argument(
+        "--invoice",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the invoice (the rated lines; JSON with the totals per project when FILE ends .json, "
+        "else CSV) here; needs --price-list",
+    )
     p.set_defaults(handler=simulate_command)
 
 

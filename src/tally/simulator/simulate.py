@@ -34,6 +34,7 @@ from tally.collector import Collector, InProcessBus
 from tally.config import Settings, load_clouds_config
 from tally.ingest import IngestPipeline
 from tally.outbox import IngestSink
+from tally.rating import read_rated
 from tally.reconcile import RunSettings, SyncService
 from tally.store import open_store
 
@@ -56,9 +57,10 @@ from .compare import compare
 from .fakecloud import admin_cloud_entry, create_fake_cloud_app, serve_fake_cloud
 from .generator import Month, generate_month
 from .publisher import AmqpSink, BusSink, Publisher, Sink, add_release_route, redact
+from .rated_check import check_rated
 from .stored import record_of_store
 from .usage_check import check_usage
-from .usage_export import export_of_store
+from .usage_export import export_of_store, invoice_of_store
 from .vhost import RunBroker, run_broker
 
 __all__ = [
@@ -276,6 +278,11 @@ async def simulate(
                 vhost = broker.vhost if broker is not None else None
             record = await record_of_store(store, month.cloud)
             export = await export_of_store(store, month.oracle)
+            invoice = None
+            if options.price_list is not None:
+                invoice = await invoice_of_store(
+                    store, month.oracle, options.price_list, options.invoice_format
+                )
     stored = record.intervals()
     comparison = compare(
         month.oracle,
@@ -284,6 +291,9 @@ async def simulate(
         platform_created=platform_created(month.world),
     )
     usage = check_usage(month.oracle, export, comparison)
+    rated = None
+    if options.price_list is not None and invoice is not None:
+        rated = check_rated(month.oracle, read_rated(invoice), options.price_list, comparison)
     progress.published = publish_progress.published
     wall = time.monotonic() - began
     log.info(
@@ -309,4 +319,6 @@ async def simulate(
         state_dir=state_dir,
         vhost=vhost,
         sync_interval=options.sync_interval,
+        rated=rated,
+        invoice=invoice,
     )

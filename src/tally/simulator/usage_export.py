@@ -1,4 +1,5 @@
-"""The simulated month's usage export, taken the way a billing engine takes it: as CSV, read back.
+"""The simulated month's usage export, taken the way a billing engine takes it: as CSV, read back;
+and the invoice the month would send, rated by a price list as ``tally usage --price-list`` rates it.
 
 The export of the oracle's period is computed from the store by ``tally.usage`` (the code the API
 and ``tally usage`` answer with), encoded as the CSV they stream, and parsed again by
@@ -7,7 +8,10 @@ and ``tally usage`` answer with), encoded as the CSV they stream, and parsed aga
 
 from __future__ import annotations
 
+import io
+
 from tally.core import UsageWindow
+from tally.rating import PriceList
 from tally.store import Store
 from tally.usage import (
     ExportedUsage,
@@ -18,6 +22,7 @@ from tally.usage import (
     quantity_members,
     read_export,
     resource_pages,
+    write_rated,
 )
 
 from .oracle import Oracle
@@ -33,3 +38,12 @@ async def export_of_store(store: Store, oracle: Oracle) -> ExportedUsage:
     async for rows in resource_pages(store, query):
         parts.append(csv_rows(rows, members))
     return read_export("".join(parts).encode())
+
+
+async def invoice_of_store(store: Store, oracle: Oracle, price_list: PriceList, fmt: str = "csv") -> bytes:
+    """The rated export of the oracle's cloud and period (``csv``, or ``json`` with the totals per
+    project), the bytes ``tally usage --price-list`` writes for it."""
+    window = UsageWindow(oracle.period_from, oracle.period_to, oracle.period_to)
+    out = io.BytesIO()
+    await write_rated(store, UsageQuery(window=window, cloud=oracle.cloud), price_list, fmt, out)
+    return out.getvalue()

@@ -30,6 +30,7 @@ from ._period_closer import run_period_closer as run_period_closer
 from ._rated import price_list_of as price_list_of
 from ._rated import rated_pages as rated_pages
 from ._rated import stored_price_list as stored_price_list
+from ._rated_write import write_rated as write_rated
 from ._read import ExportedLine as ExportedLine
 from ._read import ExportedUsage as ExportedUsage
 from ._read import ExportError as ExportError
@@ -63,4 +64,5 @@ __all__ = [
     "rows_after",
     "run_period_closer",
     "stored_price_list",
+    "write_rated",
 ]
