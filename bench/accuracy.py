@@ -11,8 +11,11 @@ Each month is one ``tally simulate --factor 0 --json FILE`` process, ``--jobs`` 
 (two by default: the machine's two cores). The verdicts are the simulate document's, never computed
 here: per month resources exact / within tolerance / off, the billed-seconds error (and every other
 figure the comparison's document offers at its top level, a quantity-weighted error for one), the
-syncs and the month's wall time; then the totals and ``RATIO`` lines. Exits 1 when any month is off
-or failed, 2 when a month could not run at all.
+syncs and the month's wall time; then the totals and ``RATIO`` lines. Each month also ends with its
+invoice (``--price-list``, the example list of docs/examples by default; ``--price-list ''`` for none):
+the invoice error is the export's total minus the oracle's, over the month's projects, which only
+tolerated resources may make non-zero. Exits 1 when any month is off or failed, 2 when a month could
+not run at all.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,7 @@ import orjson
 
 FAULTS = "missing-create,duplicates,reordering,refused-shapes,held-back,missing-delete,lost-update"
 PERIODS = "2026-02,2026-07,2025-12,2026-11"
+EXAMPLE_PRICES = Path(__file__).resolve().parents[1] / "docs" / "examples" / "price-list.yaml"
 #: The quantity lines of the comparison, summed over flavors and volume types into one figure each.
 QUANTITIES = (
     ("instance", "vcpu_h", "vCPU-h"),
@@ -98,6 +103,8 @@ def run_month(seed: int, period: str, args: argparse.Namespace, workdir: Path) -
     ]
     if args.days is not None:
         command += ["--days", str(args.days)]
+    if args.price_list:
+        command += ["--price-list", args.price_list]
     began = time.monotonic()
     # Each month's store and outbox in a fresh temporary state directory, never a configured store.
     env = {k: v for k, v in os.environ.items() if k != "TALLY_REPORTING_DB_URL"}
@@ -134,9 +141,29 @@ def _fraction(c: dict[str, Any]) -> str:
     return f"{float(c['seconds_off']) / oracle:+.4%}" if oracle else "n/a"
 
 
+def invoice_error(doc: dict[str, Any] | None) -> tuple[Decimal, Decimal] | None:
+    """The month's invoice total, export minus oracle, and the oracle's total; None unrated."""
+    rated = (doc or {}).get("rated_export")
+    if rated is None:
+        return None
+    oracle = sum((Decimal(v) for v in rated["oracle_totals"].values()), Decimal(0))
+    export = sum((Decimal(v) for v in rated["export_totals"].values()), Decimal(0))
+    return export - oracle, oracle
+
+
+def _invoice(doc: dict[str, Any] | None) -> str:
+    error = invoice_error(doc)
+    if error is None:
+        return "-"
+    off, oracle = error
+    rated = (doc or {})["rated_export"]
+    share = f" ({off / oracle:+.4%})" if oracle else ""
+    return f"{off:+} of {oracle}{share}" + ("" if rated["passed"] else f", {rated['off']} lines OFF")
+
+
 def print_table(months: list[Month]) -> None:
     head = ["seed", "period", "exact", "tolerated", "off", "billed-seconds error", "of oracle"]
-    head += ["quantity error (absolute)", "syncs (skipped)", "wall s", "verdict"]
+    head += ["quantity error (absolute)", "invoice error", "syncs (skipped)", "wall s", "verdict"]
     rows: list[list[str]] = []
     for m in months:
         c = m.comparison
@@ -157,6 +184,7 @@ def print_table(months: list[Month]) -> None:
                 f"{float(c['seconds_off']):+,.0f} s",
                 _fraction(c),
                 _quantities(c) or "0",
+                _invoice(m.doc),
                 f"{syncs['run']} ({syncs['idle_skipped']})",
                 f"{m.wall_s:.1f}",
                 verdict,
@@ -177,6 +205,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--days", type=int, default=None, help="only the first N days of each period")
     parser.add_argument("--sync-interval", type=float, default=60.0, metavar="MINUTES")
     parser.add_argument("--faults", default=FAULTS)
+    parser.add_argument(
+        "--price-list",
+        default=str(EXAMPLE_PRICES),
+        metavar="FILE",
+        help="end each month with its invoice rated by this list ('' for none; default the example list)",
+    )
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR", help="keep each month's JSON here")
     parser.add_argument(
         "--quick", action="store_true", help="two small months: scale 0.3, 3 days, seeds 1, 3"
@@ -227,6 +261,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     totals = quantity_error([m.comparison for m in ran])
     print("quantity error (absolute): " + ", ".join(f"{k} {v:,.2f}" for k, v in totals.items()))
+    invoices = [e for e in (invoice_error(m.doc) for m in ran) if e is not None]
+    if invoices:
+        off_total, oracle_total = sum(e[0] for e in invoices), sum(e[1] for e in invoices)
+        share = f" ({off_total / oracle_total:+.4%})" if oracle_total else ""
+        print(f"invoice error: {off_total:+} of {oracle_total} over {len(invoices)} months{share}")
+        fraction = float(off_total / oracle_total) if oracle_total else 0.0
+        print(f"RATIO accuracy_invoice_error_fraction={fraction:.6f}")
     print(f"RATIO accuracy_months_passed={passed}")
     print(f"RATIO accuracy_months={len(months)}")
     print(f"RATIO accuracy_resources_off={off}")
