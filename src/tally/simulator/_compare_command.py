@@ -16,7 +16,7 @@ from tally.usage import ExportError, read_export
 from ._command_support import fail, output_console
 from .compare import Comparison, compare
 from .faults import FaultError
-from .generator import GeneratorError, generate_month
+from .generator import GeneratorError
 from .oracle import Oracle, OracleError, read_oracle
 from .rated_check import RatedCheck, check_rated, rated_summary
 from .usage_check import check_usage, summary_lines
@@ -60,29 +60,6 @@ def print_differences(comparison: Comparison, console: Console, *, limit: int = 
     )
 
 
-def _platform_instants(oracle: Oracle, scale: float | None) -> dict[tuple[str, str], datetime] | None:
-    """The world's creation instants when ``scale`` regenerates exactly this oracle's month."""
-    from ._platform import platform_created
-
-    if scale is None:
-        return None
-    days = (oracle.period_to - oracle.period_from).days
-    month = generate_month(
-        oracle.seed,
-        f"{oracle.period_from:%Y-%m}",
-        scale=scale,
-        cloud=oracle.cloud,
-        faults=oracle.faults,
-        days=days,
-    )
-    if month.oracle.to_json() != oracle.to_json():
-        raise ValueError(
-            f"--scale {scale:g} does not regenerate this oracle (seed {oracle.seed}, cloud {oracle.cloud}); "
-            "pass the scale the month was generated with"
-        )
-    return platform_created(month.world)
-
-
 async def compare_command(args: argparse.Namespace) -> int:
     from .stored import StoredReadError, record_from_api, record_from_store_url
 
@@ -97,7 +74,6 @@ async def compare_command(args: argparse.Namespace) -> int:
                 f"the oracle's period ends at {oracle.period_to.isoformat()}, which has not passed: "
                 "compare a month that has ended"
             )
-        created = _platform_instants(oracle, args.scale)
     except (OracleError, GeneratorError, FaultError, OSError, ValueError) as exc:
         return fail("simulator compare", exc)
     try:
@@ -110,7 +86,9 @@ async def compare_command(args: argparse.Namespace) -> int:
             record = await record_from_store_url(args.store_url, oracle.cloud)
     except StoredReadError as exc:
         return fail("simulator compare", exc)
-    comparison = compare(oracle, record, settle=timedelta(seconds=args.settle), platform_created=created)
+    comparison = compare(
+        oracle, record, settle=timedelta(seconds=args.settle), platform_created=oracle.platform_instants()
+    )
     usage = None
     rated: RatedCheck | None = None
     try:

@@ -1,4 +1,4 @@
-"""The oracle: the true intervals of every resource of a simulated month (format 3).
+"""The oracle: the true intervals of every resource of a simulated month (format 4).
 
 The intervals are read off the world, not the notifications: from the instant
 the collector would book the resource (after nova's ``building``, cinder's
@@ -10,7 +10,9 @@ from cinder's attach to its detach; a soft-deleted server is alive in state ``so
 can still restore it) until a restore makes it ``active`` again or nova's reclaim ends it, so a
 restored server has one set of intervals and a reclaimed one ends at the reclaim. They are
 half-open, clipped to the month, adjacent equal facts merged and zero-length
-spans dropped. Reading a document refuses unknown members and other formats.
+spans dropped. Each resource carries the creation instant its platform's listing reports (a sync may
+date a create there) and the document the scale it was generated at, so a compare judges it without
+regenerating the world. Reading a document refuses unknown members and other formats.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ import orjson
 
 from tally.core import InstantError, format_instant, parse_instant
 
+from ._platform import platform_created
 from .world import Resource, Segment, World
 
-ORACLE_FORMAT: Final = 3
+ORACLE_FORMAT: Final = 4
 WORKLOADS: Final = frozenset({"classic", "gardener", "ci"})
 # Spans before the collector books anything: the create notification ends them. An image has none:
 # glance's create books it, at size 0 (see docs/reconciliation.md, "When an image starts").
@@ -55,6 +58,8 @@ class OracleResource:
     workload: str
     intervals: tuple[OracleInterval, ...]
     faults: tuple[str, ...] = ()
+    #: The creation instant the platform's listing reports (``_platform``), which a sync may date by.
+    platform_created: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,12 +88,24 @@ class Oracle:
     counts: tuple[Count, ...] = ()
     faults: tuple[str, ...] = ()
     traffic: tuple[Traffic, ...] = ()
+    #: The tenant multiplier the month was generated at: with the seed, the period and its length
+    #: (``period_to``), what regenerates it.
+    scale: float = 1.0
+
+    def platform_instants(self) -> dict[tuple[str, str], datetime]:
+        """The platform's creation instant of every resource that has one, by (type, id)."""
+        return {
+            (r.resource_type, r.resource_id): r.platform_created
+            for r in self.resources
+            if r.platform_created is not None
+        }
 
     def to_doc(self) -> dict[str, Any]:
         return {
             "format": ORACLE_FORMAT,
             "cloud": self.cloud,
             "seed": self.seed,
+            "scale": self.scale,
             "period_from": format_instant(self.period_from),
             "period_to": format_instant(self.period_to),
             "resources": [
@@ -107,6 +124,9 @@ class Oracle:
                         for i in r.intervals
                     ],
                     "faults": list(r.faults),
+                    "platform_created": (
+                        format_instant(r.platform_created) if r.platform_created is not None else None
+                    ),
                 }
                 for r in self.resources
             ],
@@ -210,8 +230,10 @@ def build_oracle(
     touched: Mapping[str, Iterable[str]] | None = None,
     counts: Iterable[Count] = (),
     traffic: Iterable[Traffic] = (),
+    scale: float = 1.0,
 ) -> Oracle:
     touched = touched or {}
+    created = platform_created(world)
     resources = []
     for kind in ("floating_ip", "image", "instance", "loadbalancer", "volume"):
         for r in world.of_type(kind):
@@ -225,6 +247,7 @@ def build_oracle(
                     workloads.get(r.resource_id, "classic"),
                     intervals,
                     tuple(sorted(touched.get(r.resource_id, ()))),
+                    created.get((kind, r.resource_id)),
                 )
             )
     return Oracle(
@@ -236,6 +259,7 @@ def build_oracle(
         counts=tuple(sorted(counts, key=lambda c: (c.project_id, c.event_type))),
         faults=tuple(sorted(faults)),
         traffic=tuple(sorted(traffic, key=lambda t: (t.resource_id, t.start))),
+        scale=scale,
     )
 
 
@@ -280,7 +304,8 @@ def _list(value: object, where: str) -> list[Any]:
 
 
 def read_oracle(data: bytes | str) -> Oracle:
-    """Parse an oracle document; anything but a well-formed format 3 raises :class:`OracleError`."""
+    """Parse an oracle document; anything but a well-formed format 4 raises :class:`OracleError`
+    (format 3, without the platform's instants and the scale, is refused: regenerate the month)."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -290,12 +315,27 @@ def read_oracle(data: bytes | str) -> Oracle:
     top = _members(
         doc,
         "the document",
-        ("format", "cloud", "seed", "period_from", "period_to", "resources", "counts", "faults", "traffic"),
+        (
+            "format",
+            "cloud",
+            "seed",
+            "scale",
+            "period_from",
+            "period_to",
+            "resources",
+            "counts",
+            "faults",
+            "traffic",
+        ),
     )
     resources = []
     for n, raw in enumerate(_list(top["resources"], "resources")):
         where = f"resources[{n}]"
-        r = _members(raw, where, ("resource_type", "resource_id", "workload", "intervals", "faults"))
+        r = _members(
+            raw,
+            where,
+            ("resource_type", "resource_id", "workload", "intervals", "faults", "platform_created"),
+        )
         workload = _text(r["workload"], f"{where}.workload")
         if workload not in WORKLOADS:
             raise OracleError(f"oracle: {where}.workload {workload!r} is not one of {sorted(WORKLOADS)}")
@@ -324,6 +364,9 @@ def read_oracle(data: bytes | str) -> Oracle:
                 workload,
                 tuple(intervals),
                 tuple(_text(f, f"{where}.faults") for f in _list(r["faults"], f"{where}.faults")),
+                None
+                if r["platform_created"] is None
+                else _instant(r["platform_created"], f"{where}.platform_created"),
             )
         )
     counts = []
@@ -358,4 +401,11 @@ def read_oracle(data: bytes | str) -> Oracle:
         counts=tuple(counts),
         faults=tuple(_text(f, "faults") for f in _list(top["faults"], "faults")),
         traffic=tuple(traffic),
+        scale=_scale(top["scale"]),
     )
+
+
+def _scale(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise OracleError("oracle: scale must be a number above 0")
+    return float(value)

@@ -157,7 +157,7 @@ def register_simulator(sub: Any) -> None:
     cp = sub.add_parser(
         "compare", help="compare an oracle with the stored lifecycle intervals; exit 1 if off"
     )
-    cp.add_argument("--oracle", type=Path, required=True, help="oracle.json (format 3)")
+    cp.add_argument("--oracle", type=Path, required=True, help="oracle.json (format 4)")
     source = cp.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--api",
@@ -173,12 +173,6 @@ def register_simulator(sub: Any) -> None:
         default=60,
         metavar="SECONDS",
         help="the settle window the runs were told (TALLY_REPORTING_SYNC_SETTLE_S; default 60)",
-    )
-    cp.add_argument(
-        "--scale",
-        type=float,
-        default=None,
-        help="the month's scale: regenerate its world to learn the platform's creation instants",
     )
     cp.add_argument("--json", action="store_true", help="print the comparison as JSON")
     cp.add_argument(

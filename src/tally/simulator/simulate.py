@@ -41,7 +41,6 @@ from tally.store import open_store
 from ._drive import Drainer, lockstep, paced
 from ._gate import IngestGate
 from ._metrics import SYNCS
-from ._platform import platform_created
 from ._run_state import (
     COLLECTOR_EXCHANGES,
     SETTLE_S,
@@ -288,7 +287,7 @@ async def simulate(
         month.oracle,
         record,
         settle=timedelta(seconds=SETTLE_S),
-        platform_created=platform_created(month.world),
+        platform_created=month.oracle.platform_instants(),
     )
     usage = check_usage(month.oracle, export, comparison)
     rated = None

@@ -1,4 +1,4 @@
-"""Oracle format 3: the collector's view of the world, round-tripped, and strict on reading."""
+"""Oracle format 4: the collector's view of the world, round-tripped, and strict on reading."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from tally.core import StoredEvent, name_event_size, parse_event
 from tally.simulator import Month, OracleError, compare, expected_events, read_oracle, stored_record
+from tally.simulator._platform import platform_created
 
 
 def test_round_trip_is_byte_identical(july: Month) -> None:
@@ -21,7 +22,8 @@ def test_round_trip_is_byte_identical(july: Month) -> None:
 
 def test_document_shape(july: Month) -> None:
     doc = orjson.loads(july.oracle.to_json())
-    assert doc["format"] == 3
+    assert doc["format"] == 4
+    assert doc["scale"] == july.scale
     assert doc["period_from"] == "2026-07-01T00:00:00Z"
     assert doc["period_to"] == "2026-08-01T00:00:00Z"
     keys = [(r["resource_type"], r["resource_id"]) for r in doc["resources"]]
@@ -100,7 +102,10 @@ def test_images_start_at_glance_create_at_size_0(july: Month) -> None:
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda d: d.update(format=2), "format 2 is not 3"),
+        (lambda d: d.update(format=3), "format 3 is not 4"),
+        (lambda d: d.update(scale=-1), "scale must be a number above 0"),
+        (lambda d: d["resources"][0].pop("platform_created"), "member 'platform_created' missing"),
+        (lambda d: d["resources"][0].update(platform_created="soon"), "not an RFC 3339 instant"),
         (lambda d: d.update(extra=1), "unknown member 'extra' in the document"),
         (lambda d: d["resources"][0].update(colour="red"), r"unknown member 'colour' in resources\[0\]"),
         (
@@ -127,3 +132,15 @@ def test_reading_refuses_bad_documents_in_one_line(july: Month, mutate: object, 
 def test_reading_refuses_non_json() -> None:
     with pytest.raises(OracleError, match="not JSON"):
         read_oracle(b"{oops")
+
+
+def test_the_platform_instants_are_the_worlds_as_its_services_list_them(july: Month) -> None:
+    """What the compare dates a sync's create by comes from the document alone, equal to what the
+    world it was generated from says (cinder to the microsecond, the other services to the second)."""
+    again = read_oracle(july.oracle.to_json())
+    expected = platform_created(july.world)
+    instants = again.platform_instants()
+    assert instants and all(expected[key] == at for key, at in instants.items())
+    assert {r.resource_type for r in again.resources} == {t for t, _ in instants}
+    assert all(at.microsecond == 0 for (t, _), at in instants.items() if t != "volume")
+    assert any(at.microsecond for (t, _), at in instants.items() if t == "volume")

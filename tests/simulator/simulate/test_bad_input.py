@@ -57,12 +57,14 @@ def test_a_remote_broker_is_refused(capsys: pytest.CaptureFixture[str], tmp_path
 @pytest.mark.parametrize(
     ("document", "message"),
     [
-        ({"format": 2, "cloud": "os-sim"}, "format 2 is not 3"),
+        ({"format": 2, "cloud": "os-sim"}, "format 2 is not 4"),
+        ({"format": 3, "cloud": "os-sim"}, "format 3 is not 4"),
         (
             {
-                "format": 3,
+                "format": 4,
                 "cloud": "os-sim",
                 "seed": 1,
+                "scale": 1,
                 "period_from": "2026-07-01T00:00:00Z",
                 "period_to": "2026-08-01T00:00:00Z",
                 "resources": [],
@@ -100,9 +102,10 @@ def test_a_seed_out_of_range_exits_2_with_one_line_and_no_files(
 
 
 ORACLE_DOC = {
-    "format": 3,
+    "format": 4,
     "cloud": "os-sim",
     "seed": 1,
+    "scale": 0.3,
     "period_from": "2026-07-01T00:00:00Z",
     "period_to": "2026-08-01T00:00:00Z",
     "resources": [],
@@ -136,7 +139,12 @@ def _compare(tmp_path: Path, oracle: object, store: str, *extra: str) -> int:
         (b"{not json", (), "oracle: not JSON"),
         ({**ORACLE_DOC, "period_to": "2099-02-01T00:00:00Z"}, (), "which has not passed"),
         (ORACLE_DOC, ("--settle", "-5"), "--settle -5 must not be negative"),
-        ({**ORACLE_DOC, "seed": 7}, ("--scale", "0.3"), "--scale 0.3 does not regenerate this oracle"),
+        ({**ORACLE_DOC, "scale": 0}, (), "oracle: scale must be a number above 0"),
+        (
+            {**ORACLE_DOC, "resources": [{"resource_type": "instance", "resource_id": "vm"}]},
+            (),
+            "resources[0]",
+        ),
     ],
 )
 def test_compare_refuses_an_oracle_it_cannot_judge(

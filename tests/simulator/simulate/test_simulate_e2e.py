@@ -57,7 +57,7 @@ def test_simulate_sqlite_in_process_bus_passes_with_every_fault(
     store_url = f"sqlite:///{state / 'tally.sqlite3'}"
     # It judges by the runs the store records, told the settle window simulate runs with (0).
     judged = ["simulator", "compare", "--oracle", str(oracle), "--store-url", store_url, "--settle", "0"]
-    assert main([*judged, "--scale", "0.3"]) == 0
+    assert main(judged) == 0
     assert "passed" in capsys.readouterr().out
 
     # The billing path: the month's usage export, taken with tally usage, matches the oracle, and
@@ -67,13 +67,13 @@ def test_simulate_sqlite_in_process_bus_passes_with_every_fault(
     export = tmp_path / "usage.csv"
     window = ["--from", doc["period_from"], "--to", doc["period_to"], "--cloud", doc["cloud"]]
     assert main(["usage", *window, "--store", store_url, "--out", str(export)]) == 0
-    assert main([*judged, "--scale", "0.3", "--usage", str(export)]) == 0
+    assert main([*judged, "--usage", str(export)]) == 0
     assert "usage export passed" in capsys.readouterr().out
     header, first, *rest = export.read_bytes().decode().split("\r\n")
     cells = first.split(",")
     cells[5] = str(int(cells[5].split(".")[0]) + 1)
     export.write_bytes("\r\n".join([header, ",".join(cells), *rest]).encode())
-    assert main([*judged, "--scale", "0.3", "--usage", str(export)]) == 1
+    assert main([*judged, "--usage", str(export)]) == 1
     assert "export off" in capsys.readouterr().out
 
     # Another seed's oracle does not match this store: exit 1, and the resources are named.
@@ -143,4 +143,4 @@ def test_simulator_run_writes_the_month_files_deterministically(tmp_path: Path) 
     assert names == ["events.jsonl", "held-back.jsonl", "notifications.jsonl", "oracle.json"]
     for name in names:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
-    assert orjson.loads((tmp_path / "a" / "oracle.json").read_bytes())["format"] == 3
+    assert orjson.loads((tmp_path / "a" / "oracle.json").read_bytes())["format"] == 4

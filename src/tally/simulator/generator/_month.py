@@ -322,6 +322,7 @@ def generate_month(
         touched=outcome.touched,
         counts=_counts(base),
         traffic=_traffic(world, seed, period),
+        scale=scale,
     )
     month = Month(
         seed=seed,
