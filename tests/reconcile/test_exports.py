@@ -71,7 +71,6 @@ def test_reconcile_exports() -> None:
             "run_cloud_scheduler",
             "run_sync",
             "stagger_offset",
-            "scheduler_specs",
             "check_adapter_environments",
             "validate_adapter_config",
             "whole_life_start",

@@ -67,7 +67,6 @@ from ._runner import SyncNotStarted as SyncNotStarted
 from ._runner import UnknownCloud as UnknownCloud
 from ._scheduler import read_told_instant as read_told_instant
 from ._scheduler import run_cloud_scheduler as run_cloud_scheduler
-from ._scheduler import scheduler_specs as scheduler_specs
 from ._service import SyncService as SyncService
 
 __all__ = [
@@ -130,7 +129,6 @@ __all__ = [
     "reported_within_run",
     "run_cloud_scheduler",
     "run_sync",
-    "scheduler_specs",
     "stagger_offset",
     "validate_adapter_config",
     "whole_life_start",

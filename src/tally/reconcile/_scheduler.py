@@ -26,7 +26,7 @@ from datetime import datetime
 import anyio
 import httpx
 
-from tally.actors import ActorContext, ChildSpec
+from tally.actors import ActorContext
 from tally.core import InstantError, parse_instant
 
 from ._model import Status
@@ -133,15 +133,3 @@ async def _tick(
         log.info("scheduled sync skipped cloud=%s reason=%s", cloud, outcome.status.value)
     elif outcome.status is Status.NOT_STARTED:
         log.warning("scheduled sync skipped cloud=%s reason=%s", cloud, outcome.stats["errors"][0])
-
-
-def scheduler_specs(service: SyncService, *, clock_url: str | None = None) -> list[ChildSpec]:
-    """One supervised actor per configured cloud, for the daemon's supervisor."""
-
-    def spec(cloud: str) -> ChildSpec:
-        async def run(ctx: ActorContext) -> None:
-            await run_cloud_scheduler(service, cloud, ctx, clock_url=clock_url)
-
-        return ChildSpec(f"sync-scheduler:{cloud}", run)
-
-    return [spec(cloud) for cloud in sorted(service.entries)]

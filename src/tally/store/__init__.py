@@ -52,7 +52,6 @@ from ._partitions import PartitionStats as PartitionStats
 from ._pool_wait import ConnectionWaits as ConnectionWaits
 from ._pool_wait import ConnectionWaitTimeout as ConnectionWaitTimeout
 from ._pool_wait import connection_deadline as connection_deadline
-from ._pool_wait import current_connection_waits as current_connection_waits
 from ._probe import ProbeResult as ProbeResult
 from ._probe import probe_store as probe_store
 from ._retention import RetentionPolicy as RetentionPolicy
@@ -113,7 +112,6 @@ __all__ = [
     "UsageScope",
     "archived_month_usage",
     "connection_deadline",
-    "current_connection_waits",
     "dialect_of",
     "events_partition_stats",
     "events_retention_refusal",

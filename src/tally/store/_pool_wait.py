@@ -90,11 +90,6 @@ def connection_deadline(deadline: float | None) -> Iterator[ConnectionWaits]:
         _CURRENT.reset(token)
 
 
-def current_connection_waits() -> ConnectionWaits | None:
-    """The waits of the caller whose context this is (None: no deadline was set)."""
-    return _CURRENT.get()
-
-
 @asynccontextmanager
 async def pooled_connection(
     pool: AsyncConnectionPool[Any], max_conns: int, connect_failing: Callable[[], bool] = lambda: False

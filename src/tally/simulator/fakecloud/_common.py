@@ -9,7 +9,7 @@ resources it skips; nothing per request outlives the request.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 from urllib.parse import urlencode
@@ -108,15 +108,6 @@ def page(
             out.append((resource, seen))
         index += 1
     return out
-
-
-def iter_all(
-    world: World, resource_type: str, admit: Callable[[Resource], Any]
-) -> Iterator[tuple[Resource, Any]]:
-    for resource in world.of_type(resource_type):
-        seen = admit(resource)
-        if seen:
-            yield resource, seen
 
 
 def query_string(params: Mapping[str, str] | list[tuple[str, str]]) -> str:
