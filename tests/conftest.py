@@ -69,6 +69,13 @@ def _fresh_database(prefix: str) -> Iterator[str]:
 
 
 @pytest.fixture
+def anyio_backend() -> str:
+    """The event loop the daemon runs on. The actor runtime's and the collector wire's tests run
+    both asyncio and trio by their own fixture (tests/actors/conftest.py, test_wire.py)."""
+    return "asyncio"
+
+
+@pytest.fixture
 def pg_url() -> Iterator[str]:
     """URL of a new empty database on the machine's PostgreSQL; dropped (forcibly) after the test."""
     with _fresh_database("tally_test") as url:

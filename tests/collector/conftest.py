@@ -17,11 +17,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "outbox"))
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def unique() -> Iterator[str]:
     """A name prefix no other test (or run) uses, for exchanges and queues."""
     yield f"t-{uuid.uuid4().hex[:10]}"

@@ -7,11 +7,4 @@ store restart test runs its daemon with ``bench.replicas``'s settings and fake c
 import sys
 from pathlib import Path
 
-import pytest
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import uuid
 from pathlib import Path
+
+import pytest
 
 from tally.daemon._notify import Notifier
 
@@ -41,5 +44,10 @@ def test_watchdog_interval_is_half_of_watchdog_usec_for_this_process_only() -> N
     assert Notifier.from_environ({"WATCHDOG_USEC": "garbage"}).watchdog_interval_s is None
 
 
-def test_unreachable_socket_is_logged_not_raised(tmp_path: Path) -> None:
-    Notifier(str(tmp_path / "nobody-listens")).notify("READY=1")
+def test_unreachable_socket_is_logged_not_raised(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    address = str(tmp_path / "nobody-listens")
+    with caplog.at_level(logging.WARNING, logger="tally.daemon._notify"):
+        Notifier(address).notify("READY=1")
+    [record] = [r for r in caplog.records if r.name == "tally.daemon._notify"]
+    assert record.levelno == logging.WARNING
+    assert f"sd_notify failed socket={address} error=" in record.getMessage()

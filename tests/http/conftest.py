@@ -17,12 +17,6 @@ from http_support import Api, build_api
 
 from tally.store import Store, open_store
 
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 SEEDED_TYPES = ("instance", "volume", "floating_ip", "image", "loadbalancer")
 
 

@@ -22,11 +22,6 @@ END = datetime(2026, 4, 1, tzinfo=UTC)
 GRACE = timedelta(hours=72)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_the_closer_closes_due_months_and_records_corrections(any_store_url: str) -> None:
     async with open_store(any_store_url) as store:
         await store.migrate_up()

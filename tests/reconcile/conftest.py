@@ -17,11 +17,6 @@ import pytest
 from tally.store import Store, open_store
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="session")
 def shared_pg_url(pg_session_schema: Callable[[str], str]) -> str:
     """One migrated schema for the session's PostgreSQL runs, in the run's database."""

@@ -15,11 +15,6 @@ from tally.core import Event, parse_event
 from tally.store import Store, open_store
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The URL of an empty store of each backend."""

@@ -16,11 +16,6 @@ from tally.store._sql_text import history_by_key_sql, rows_by_key_sql
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_sqlite_reads_rows_and_histories_by_key_through_indexes(tmp_path: Path) -> None:
     path = tmp_path / "plans.sqlite3"
     async with open_store(f"sqlite:///{path}") as store:

@@ -9,11 +9,6 @@ from fakecloud_support import Fake, serve, small_world
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 async def fake() -> AsyncIterator[Fake]:
     async with await serve(small_world()) as served:
         yield served
