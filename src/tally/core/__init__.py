@@ -31,7 +31,6 @@ from ._fold import ResourceRow as ResourceRow
 from ._fold import advance as advance
 from ._fold import fold_order as fold_order
 from ._fold import is_snapshot as is_snapshot
-from ._fold import lifecycle as lifecycle
 from ._fold import needs_replay as needs_replay
 from ._fold import project as project
 from ._fold import project_at as project_at
@@ -44,6 +43,7 @@ from ._labels import KNOWN_STATES as KNOWN_STATES
 from ._labels import MAPPED_EVENT_TYPES as MAPPED_EVENT_TYPES
 from ._labels import OTHER as OTHER
 from ._labels import bounded as bounded
+from ._lifecycle import lifecycle as lifecycle
 from ._size_names import SizeNames as SizeNames
 from ._size_names import name_event_size as name_event_size
 from ._size_names import named_size as named_size

@@ -10,7 +10,7 @@ brings the resource back, so a late update can never revive what was deleted.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -114,7 +114,7 @@ def is_snapshot(event: Event) -> bool:
     return event.event_type in SNAPSHOT_TYPES and event.source == SNAPSHOT_SOURCE
 
 
-def _opt_instant(value: Any) -> datetime | None:
+def optional_instant(value: Any) -> datetime | None:
     return None if value is None else parse_instant(value)
 
 
@@ -127,8 +127,8 @@ def snapshot_row(event: Event) -> ResourceRow:
         project_id=row["project_id"],
         state=row["state"],
         size=dict(row["size"]),
-        created_at=_opt_instant(row["created_at"]),
-        deleted_at=_opt_instant(row["deleted_at"]),
+        created_at=optional_instant(row["created_at"]),
+        deleted_at=optional_instant(row["deleted_at"]),
         last_event_type=row["last_event_type"],
         last_event_at=parse_instant(row["last_event_at"]),
         last_payload=dict(row["last_payload"]),
@@ -247,100 +247,3 @@ def advance(row: ResourceRow | None, new_events: Iterable[StoredEvent]) -> Resou
     for stored in ordered:
         row = step(row, stored)
     return row
-
-
-def lifecycle(events: Iterable[StoredEvent]) -> Lifecycle:
-    """The intervals of constant (state, size, project) a key's history yields."""
-    ordered = sorted_events(events)
-    warnings: list[str] = []
-    opened_by_create = True
-    if ordered:
-        first = ordered[0].event
-        if is_snapshot(first):
-            facts_of_before = first.payload.get("lifecycle")
-            if isinstance(facts_of_before, Mapping) and facts_of_before.get("starts_without_create"):
-                warnings.append(HISTORY_STARTS_WITHOUT_CREATE)
-            opened_by_create = first.event_type == SNAPSHOT_ENDED
-        elif first.category is not Category.CREATE:
-            warnings.append(HISTORY_STARTS_WITHOUT_CREATE)
-            opened_by_create = False
-    intervals: list[Interval] = []
-    current: Interval | None = None
-    created_at: datetime | None = None
-    deleted_at: datetime | None = None
-    deleted = False
-    continued: Interval | None = None  # the interval a live snapshot continues from before its boundary
-
-    def facts(interval: Interval) -> tuple[str, dict[str, Any], str]:
-        return (interval.state, dict(interval.size), interval.project_id)
-
-    def close(at: datetime) -> None:
-        nonlocal current
-        # The span a live snapshot continues ended before its boundary when it ends at the boundary
-        # itself: its empty remainder stays, so the run still ends (or changes) there for the usage.
-        if current is not None and (at > current.start or current is continued):
-            intervals.append(replace(current, end=at))
-        current = None
-
-    def open_(nxt: Interval) -> None:
-        # A span dropped for zero length must not split the interval around it in two.
-        nonlocal current
-        if intervals and intervals[-1].end == nxt.start and facts(intervals[-1]) == facts(nxt):
-            current = replace(intervals.pop(), end=None)
-        else:
-            current = nxt
-
-    for stored in ordered:
-        event = stored.event
-        if is_snapshot(event):
-            # A retired month's boundary: the facts of everything before it, at once.
-            before = event.payload.get("lifecycle")
-            before = before if isinstance(before, Mapping) else {}
-            if before.get("created_at") is not None:
-                created_at = parse_instant(before["created_at"])
-            if event.event_type == SNAPSHOT_LIVE:
-                deleted, deleted_at = False, None
-                nxt = Interval(
-                    event.timestamp, None, event.state or "", dict(event.size or {}), event.project_id
-                )
-                if current is None:
-                    open_(nxt)
-                elif facts(current) != facts(nxt):
-                    close(event.timestamp)
-                    open_(nxt)
-                continued = current
-            else:
-                close(event.timestamp)
-                deleted = True
-                deleted_at = _opt_instant(before.get("deleted_at")) or event.timestamp
-            continue
-        category = event.category
-        if category is Category.DELETE:
-            if not deleted:
-                close(event.timestamp)
-                deleted = True
-                deleted_at = event.timestamp
-            continue
-        if category is Category.UPDATE and deleted:
-            continue
-        if category is Category.CREATE:
-            if created_at is None:
-                created_at = event.timestamp
-            if deleted:
-                deleted = False
-                deleted_at = None
-        previous = current
-        state = event.state if event.state is not None else (previous.state if previous else "")
-        if event.size is not None:
-            size: Mapping[str, Any] = dict(event.size)
-        else:
-            size = previous.size if previous else {}
-        nxt = Interval(event.timestamp, None, state, size, event.project_id)
-        if previous is None:
-            open_(nxt)
-        elif facts(previous) != facts(nxt):
-            close(event.timestamp)
-            open_(nxt)
-    if current is not None:
-        intervals.append(current)
-    return Lifecycle(tuple(intervals), created_at, deleted_at, tuple(warnings), opened_by_create)

@@ -28,9 +28,9 @@ from ._fold import (
     SNAPSHOT_LIVE,
     SNAPSHOT_SOURCE,
     ResourceRow,
-    lifecycle,
     project,
 )
+from ._lifecycle import lifecycle
 from ._time import ONE_MICROSECOND, format_instant
 
 

@@ -22,7 +22,8 @@ from decimal import Decimal
 from typing import Any
 
 from ._event import StoredEvent
-from ._fold import Interval, lifecycle
+from ._fold import Interval
+from ._lifecycle import lifecycle
 
 # group_by members that price a resource, and the size member each reads for the types that have it.
 PRICING_MEMBERS: Mapping[str, tuple[str, str]] = {
