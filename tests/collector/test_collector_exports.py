@@ -27,10 +27,12 @@ def test_collector_surface() -> None:
             "Notification",
             "Skipped",
             "Unparseable",
+            "amqp_config",
             "decode_body",
             "map_decoded",
             "map_notification",
             "parse_oslo_timestamp",
+            "queue_statistics",
             "serve_collector",
         ]
     )

@@ -6,6 +6,7 @@ expected events; ``serve_collector`` is the actor the daemon runs.
 
 from ._amqp import AmqpConfig as AmqpConfig
 from ._amqp import AmqpSource as AmqpSource
+from ._amqp import queue_statistics as queue_statistics
 from ._bus import InProcessBus as InProcessBus
 from ._decode import MAX_BODY_BYTES as MAX_BODY_BYTES
 from ._decode import decode_body as decode_body
@@ -26,6 +27,7 @@ from ._outcome import Unparseable as Unparseable
 from ._service import Collector as Collector
 from ._service import CollectorStatistics as CollectorStatistics
 from ._service import Health as Health
+from ._service import amqp_config as amqp_config
 from ._service import serve_collector as serve_collector
 
 __all__ = [
@@ -47,9 +49,11 @@ __all__ = [
     "Notification",
     "Skipped",
     "Unparseable",
+    "amqp_config",
     "decode_body",
     "map_decoded",
     "map_notification",
     "parse_oslo_timestamp",
+    "queue_statistics",
     "serve_collector",
 ]

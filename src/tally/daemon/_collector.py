@@ -47,8 +47,7 @@ def http_sink_problem(settings: Settings) -> str | None:
 def amqp_url_problem(settings: Settings) -> str | None:
     """What is wrong with ``TALLY_OSC_AMQP_URL`` (syntax, TLS files), or None; checked before anything
     starts. What only the broker can say (login, vhost, permissions) fails the actor instead."""
-    from tally.collector import CollectorError
-    from tally.collector._service import amqp_config
+    from tally.collector import CollectorError, amqp_config
 
     config = amqp_config(settings)
     if config is None:
@@ -65,8 +64,7 @@ async def broker_refusal(settings: Settings) -> str | None:
     durability, a missing exchange while required), or None: one attempt of the collector's own set-up,
     closed again at once. Deliveries it took are requeued by the broker when the connection closes. An
     unreachable broker is an outage, not a refusal: the collector actor keeps trying, as it does later."""
-    from tally.collector import AmqpSource, CollectorError, Delivery
-    from tally.collector._service import amqp_config
+    from tally.collector import AmqpSource, CollectorError, Delivery, amqp_config
 
     config = amqp_config(settings)
     if config is None:

@@ -292,7 +292,7 @@ async def _stop_on_signal(scope: anyio.CancelScope) -> None:
 
 
 async def _wait_for_queue(url: str, queue: str, limit: timedelta) -> None:
-    from tally.collector._amqp import queue_statistics
+    from tally.collector import queue_statistics
 
     with anyio.move_on_after(limit.total_seconds()):
         while True:
