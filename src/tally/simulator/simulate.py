@@ -36,7 +36,7 @@ from tally.ingest import IngestPipeline
 from tally.outbox import IngestSink
 from tally.rating import read_rated
 from tally.reconcile import RunSettings, SyncService
-from tally.store import open_store
+from tally.store import Store, open_store
 
 from ._drive import Drainer, lockstep, paced
 from ._gate import IngestGate
@@ -143,6 +143,155 @@ def _state_dir(given: Path | None) -> Iterator[Path]:
         yield Path(tmp)
 
 
+class _MonthRun:
+    """One month through the pipeline: what the steps of :func:`simulate` share while it runs."""
+
+    def __init__(
+        self,
+        options: SimulateOptions,
+        month: Month,
+        pipeline: CountingPipeline,
+        on_progress: Callable[[Progress], None] | None,
+    ) -> None:
+        self.options = options
+        self.month = month
+        self.pipeline = pipeline
+        self.progress = Progress(total=len(month.notifications) + len(month.held_back))
+        self.publish_progress = PublishProgress()
+        self.clock = VirtualClock(month.period_from, 0.0)
+        self._on_progress = on_progress
+        self._service: SyncService | None = None
+
+    def tell(self) -> None:
+        if self._on_progress is not None:
+            self._on_progress(self.progress)
+
+    def collector_accepted(self) -> int:
+        counted = self.pipeline.by_source.get("collector")
+        return counted.accepted if counted is not None else 0
+
+    async def sync(self, at: datetime) -> bool:
+        """One sync of the month's cloud told ``at``, counted; True when it completed."""
+        assert self._service is not None
+        if self.clock.factor == 0.0:
+            self.clock.set(at)
+        outcome = await self._service.run_cloud(self.month.cloud, at)
+        SYNCS.labels(outcome.status.value).inc()
+        progress = self.progress
+        progress.syncs += 1
+        progress.virtual_now = at
+        if outcome.status.value != "completed":
+            progress.failed_syncs += 1
+            log.warning(
+                "simulate sync not completed at=%s status=%s errors=%s",
+                at.isoformat(),
+                outcome.status.value,
+                outcome.stats.get("errors"),
+            )
+        for kind in ("created", "updated", "deleted"):
+            progress.corrections[kind] += int(outcome.stats.get(kind, 0) or 0)
+        deferred: Mapping[str, int] = outcome.stats.get("deferred") or {}
+        for reason, count in deferred.items():
+            progress.deferred[reason] += int(count)
+        progress.published = self.publish_progress.published
+        self.tell()
+        return outcome.status.value == "completed"
+
+    async def _open_bus(
+        self, stack: contextlib.AsyncExitStack
+    ) -> tuple[Sink, InProcessBus | None, RunBroker | None]:
+        """The publisher's sink and the collector's bus: RabbitMQ (a vhost of the run's own) or in-process."""
+        options = self.options
+        if options.amqp_url is None:
+            bus = InProcessBus()
+            return BusSink(bus), bus, None
+        broker = await stack.enter_async_context(run_broker(options.amqp_url, queue=options.queue_name))
+        # Declares the exchanges before the collector looks for them.
+        sink = await stack.enter_async_context(AmqpSink(broker.url, allow_remote=options.allow_remote_broker))
+        return sink, None, broker
+
+    def _collector_settings(self, state_dir: Path, broker: RunBroker | None) -> Settings:
+        return Settings(
+            state_dir=state_dir,
+            osc_amqp_url=broker.url if broker is not None else None,
+            osc_buffer_path=state_dir / "outbox.sqlite3",
+            osc_cloud=self.month.cloud,
+            osc_exchanges=COLLECTOR_EXCHANGES,
+            osc_queue_name=self.options.queue_name,
+            osc_flush_interval_s=_flush_interval(self.options),
+        )
+
+    async def run(self, store: Store, state_dir: Path, store_url: str) -> str | None:
+        """Publish, collect, ingest and sync the whole month; the broker's vhost, if any."""
+        month, options = self.month, self.options
+        app = create_fake_cloud_app(month.world, self.clock, progress=self.publish_progress)
+        async with contextlib.AsyncExitStack() as stack:
+            sink, bus, broker = await self._open_bus(stack)
+            publisher = Publisher(
+                month.notifications, month.held_back, sink, self.clock, self.publish_progress
+            )
+            add_release_route(app, publisher)
+            async with anyio.create_task_group() as tg:
+                port = await tg.start(serve_fake_cloud, app, "127.0.0.1", 0)
+                base_url = f"http://127.0.0.1:{port}"
+                clouds_yaml, clouds_config = write_cloud_files(state_dir, base_url, month.cloud)
+                self._service = SyncService(
+                    load_clouds_config(clouds_config),
+                    store=store,
+                    pipeline=self.pipeline,
+                    settings=RunSettings(settle_s=SETTLE_S, budget_s=600.0),
+                )
+                gate = IngestGate(self.pipeline)
+                collector = Collector(
+                    self._collector_settings(state_dir, broker), sink=IngestSink(gate), bus=bus
+                )
+                await tg.start(collector.serve)
+                drainer = Drainer(collector, bus)
+                log.info(
+                    "simulate started cloud=%s fake_cloud=%s store=%s bus=%s factor=%s sync_interval_s=%d",
+                    month.cloud,
+                    base_url,
+                    shown_url(store_url),
+                    f"{redact(broker.url)} (vhost {broker.vhost})" if broker else "in-process",
+                    options.factor,
+                    options.sync_interval.total_seconds(),
+                )
+                with _client_config(clouds_yaml):
+                    if options.factor == 0:
+                        await lockstep(
+                            month,
+                            publisher,
+                            drainer,
+                            self.sync,
+                            self.collector_accepted,
+                            options,
+                            self.progress,
+                            self.tell,
+                        )
+                    else:
+                        await paced(
+                            month, publisher, self.clock, self.sync, options, app.config["FAKE_CLOUD"], gate
+                        )
+                    if publisher.progress.holding:
+                        await publisher.release()
+                    await drainer.drain(publisher)
+                    await self.sync(month.period_to)
+                tg.cancel_scope.cancel()
+            return broker.vhost if broker is not None else None
+
+
+def _month_of(options: SimulateOptions) -> Month:
+    return generate_month(
+        options.seed,
+        options.period,
+        scale=options.scale,
+        cloud=options.cloud,
+        faults=options.faults,
+        days=options.days,
+        now=options.now,
+    )
+
+
 async def simulate(
     options: SimulateOptions,
     *,
@@ -152,21 +301,7 @@ async def simulate(
     """Run the month of ``options`` through the pipeline; raises GeneratorError/FaultError/PublishError
     for bad input before anything starts."""
     began = time.monotonic()
-    month = month or generate_month(
-        options.seed,
-        options.period,
-        scale=options.scale,
-        cloud=options.cloud,
-        faults=options.faults,
-        days=options.days,
-        now=options.now,
-    )
-    progress = Progress(total=len(month.notifications) + len(month.held_back))
-
-    def tell() -> None:
-        if on_progress is not None:
-            on_progress(progress)
-
+    month = month or _month_of(options)
     with _state_dir(options.state_dir) as state_dir:
         # The setting ``tally run`` opens (TALLY_REPORTING_DB_URL, else SQLite in the state directory).
         store_url = options.store_url or Settings(state_dir=state_dir).store_url
@@ -177,104 +312,13 @@ async def simulate(
                     f"the store {shown_url(store_url)} already holds resources of cloud {month.cloud}: "
                     "the comparison would count them too (use an empty store, or another --cloud)"
                 )
-            pipeline = CountingPipeline(IngestPipeline(store, require_size_schema=False))
-            clock = VirtualClock(month.period_from, 0.0)
-            publish_progress = PublishProgress()
-            app = create_fake_cloud_app(month.world, clock, progress=publish_progress)
-            async with contextlib.AsyncExitStack() as stack:
-                sink: Sink
-                bus: InProcessBus | None = None
-                broker: RunBroker | None = None
-                if options.amqp_url is not None:
-                    broker = await stack.enter_async_context(
-                        run_broker(options.amqp_url, queue=options.queue_name)
-                    )
-                    # Declares the exchanges before the collector looks for them.
-                    sink = await stack.enter_async_context(
-                        AmqpSink(broker.url, allow_remote=options.allow_remote_broker)
-                    )
-                else:
-                    bus = InProcessBus()
-                    sink = BusSink(bus)
-                settings = Settings(
-                    state_dir=state_dir,
-                    osc_amqp_url=broker.url if broker is not None else None,
-                    osc_buffer_path=state_dir / "outbox.sqlite3",
-                    osc_cloud=month.cloud,
-                    osc_exchanges=COLLECTOR_EXCHANGES,
-                    osc_queue_name=options.queue_name,
-                    osc_flush_interval_s=_flush_interval(options),
-                )
-                publisher = Publisher(month.notifications, month.held_back, sink, clock, publish_progress)
-                add_release_route(app, publisher)
-                async with anyio.create_task_group() as tg:
-                    port = await tg.start(serve_fake_cloud, app, "127.0.0.1", 0)
-                    base_url = f"http://127.0.0.1:{port}"
-                    clouds_yaml, clouds_config = write_cloud_files(state_dir, base_url, month.cloud)
-                    service = SyncService(
-                        load_clouds_config(clouds_config),
-                        store=store,
-                        pipeline=pipeline,
-                        settings=RunSettings(settle_s=SETTLE_S, budget_s=600.0),
-                    )
-                    gate = IngestGate(pipeline)
-                    collector = Collector(settings, sink=IngestSink(gate), bus=bus)
-                    await tg.start(collector.serve)
-                    drainer = Drainer(collector, bus)
-                    log.info(
-                        "simulate started cloud=%s fake_cloud=%s store=%s bus=%s factor=%s "
-                        "sync_interval_s=%d",
-                        month.cloud,
-                        base_url,
-                        shown_url(store_url),
-                        f"{redact(broker.url)} (vhost {broker.vhost})" if broker else "in-process",
-                        options.factor,
-                        options.sync_interval.total_seconds(),
-                    )
-
-                    async def sync(at: datetime) -> bool:
-                        if clock.factor == 0.0:
-                            clock.set(at)
-                        outcome = await service.run_cloud(month.cloud, at)
-                        SYNCS.labels(outcome.status.value).inc()
-                        progress.syncs += 1
-                        progress.virtual_now = at
-                        if outcome.status.value != "completed":
-                            progress.failed_syncs += 1
-                            log.warning(
-                                "simulate sync not completed at=%s status=%s errors=%s",
-                                at.isoformat(),
-                                outcome.status.value,
-                                outcome.stats.get("errors"),
-                            )
-                        for kind in ("created", "updated", "deleted"):
-                            progress.corrections[kind] += int(outcome.stats.get(kind, 0) or 0)
-                        deferred: Mapping[str, int] = outcome.stats.get("deferred") or {}
-                        for reason, count in deferred.items():
-                            progress.deferred[reason] += int(count)
-                        progress.published = publish_progress.published
-                        tell()
-                        return outcome.status.value == "completed"
-
-                    def collector_accepted() -> int:
-                        counted = pipeline.by_source.get("collector")
-                        return counted.accepted if counted is not None else 0
-
-                    with _client_config(clouds_yaml):
-                        if options.factor == 0:
-                            await lockstep(
-                                month, publisher, drainer, sync, collector_accepted, options, progress, tell
-                            )
-                        else:
-                            await paced(
-                                month, publisher, clock, sync, options, app.config["FAKE_CLOUD"], gate
-                            )
-                        if publisher.progress.holding:
-                            await publisher.release()
-                        await drainer.drain(publisher)
-                        await sync(month.period_to)
-                    tg.cancel_scope.cancel()
-                vhost = broker.vhost if broker is not None else None
+            run = _MonthRun(
+                options,
+                month,
+                CountingPipeline(IngestPipeline(store, require_size_schema=False)),
+                on_progress,
+            )
+            vhost = await run.run(store, state_dir, store_url)
             record = await record_of_store(store, month.cloud)
             export = await export_of_store(store, month.oracle)
             invoice = None
@@ -282,18 +326,17 @@ async def simulate(
                 invoice = await invoice_of_store(
                     store, month.oracle, options.price_list, options.invoice_format
                 )
-    stored = record.intervals()
     comparison = compare(
         month.oracle,
         record,
         settle=timedelta(seconds=SETTLE_S),
         platform_created=month.oracle.platform_instants(),
     )
-    usage = check_usage(month.oracle, export, comparison)
     rated = None
     if options.price_list is not None and invoice is not None:
         rated = check_rated(month.oracle, read_rated(invoice), options.price_list, comparison)
-    progress.published = publish_progress.published
+    progress = run.progress
+    progress.published = run.publish_progress.published
     wall = time.monotonic() - began
     log.info(
         "simulate finished passed=%s exact=%d off=%d tolerated=%d seconds_off=%.0f syncs=%d wall_s=%.1f",
@@ -308,11 +351,11 @@ async def simulate(
     return SimulateResult(
         month=month,
         comparison=comparison,
-        usage=usage,
-        stored=stored,
+        usage=check_usage(month.oracle, export, comparison),
+        stored=record.intervals(),
         progress=progress,
-        ingest=pipeline.by_source,
-        rejected_reasons=pipeline.reasons,
+        ingest=run.pipeline.by_source,
+        rejected_reasons=run.pipeline.reasons,
         wall_s=wall,
         store_url=store_url,
         state_dir=state_dir,
