@@ -78,9 +78,35 @@ def classic(
     *,
     hide_first_image: bool = False,
 ) -> set[str]:
-    """One classic project; returns the ids of the resources that pre-exist the month."""
+    """One classic project; returns the ids of the resources that pre-exist the month.
+
+    The steps draw from ``rng`` one after another, in this order: the month is the seed's only if the
+    order never changes."""
+    _classic_images(rec, tenant, span, rng, hide_first_image)
+    instances, pre_existing = _classic_instances(rec, tenant, span, rng, picks, addresses)
+    delete_at = None
+    lo, hi = max(span.end - 10 * DAY, span.start + 12 * HOUR), span.last
+    if hi > lo:
+        delete_at = span.profile.draw(rng, lo, hi)
+    for n, vm in enumerate(instances):
+        limit = delete_at - HOUR if (n == 0 and delete_at is not None) else span.last
+        _instance_ops(rec, vm, n, span, limit, rng)
+    if delete_at is not None:
+        _delete_with_its_volumes(rec, instances[0], delete_at, rng)
+    _extend_then_retype(rec, instances[1].volumes[0], span, rng)
+    third = instances[2].fip
+    lo, hi = span.fraction(0.45, 0.55)
+    if third is not None and span.ok(hi):
+        rec.release(third, max(span.profile.draw(rng, lo, hi), third.draft.current.start + MINUTE))
+    _spare_volume_transferred(rec, tenant, next_tenant, span, rng)
+    return pre_existing
+
+
+def _classic_images(
+    rec: Recorder, tenant: Tenant, span: Span, rng: random.Random, hide_first_image: bool
+) -> None:
+    """Two images early in the month; the second deleted near its end, the first maybe hidden."""
     profile = span.profile
-    pre_existing: set[str] = set()
     images = []
     for n in range(2):
         at = profile.draw(rng, span.start, span.start + (span.end - span.start) / 3)
@@ -91,13 +117,25 @@ def classic(
     # Kept but hidden from the default listing (glance's os_hidden), as operators hide superseded images.
     images[0].draft.hidden = hide_first_image
 
+
+def _classic_instances(
+    rec: Recorder,
+    tenant: Tenant,
+    span: Span,
+    rng: random.Random,
+    picks: random.Random,
+    addresses: AddressPool,
+) -> tuple[list[Handle], set[str]]:
+    """Four servers, each with one or two attached volumes and a floating IP; a third of them booted
+    before the month (those pre-exist it, with their volumes and address)."""
+    pre_existing: set[str] = set()
     instances: list[Handle] = []
     for n in range(4):
         flavor = rng.choice(CLASSIC_FLAVORS)
         if picks.random() < 1 / 3:
             at = span.start - jitter(picks, 86400, 30 * 86400)
         else:
-            at = profile.draw(rng, span.start, span.start + 6 * HOUR)
+            at = span.profile.draw(rng, span.start, span.start + 6 * HOUR)
         vm = rec.boot(tenant, flavor, at, f"{tenant.project.name}-vm-{n + 1}", _host(rng), rng)
         ready = vm.draft.current.start + jitter(rng, 30, 300)
         for k in range(rng.randint(1, 2)):
@@ -113,50 +151,46 @@ def classic(
             if vm.fip is not None:
                 pre_existing.add(vm.fip.rid)
         instances.append(vm)
+    return instances, pre_existing
 
-    delete_at = None
-    lo, hi = max(span.end - 10 * DAY, span.start + 12 * HOUR), span.last
-    if hi > lo:
-        delete_at = profile.draw(rng, lo, hi)
-    for n, vm in enumerate(instances):
-        limit = delete_at - HOUR if (n == 0 and delete_at is not None) else span.last
-        _instance_ops(rec, vm, n, span, limit, rng)
 
-    first = instances[0]
-    if delete_at is not None:
-        done = rec.delete_instance(first, max(delete_at, first.draft.current.start + MINUTE), rng)
-        if first.fip is not None:
-            rec.release(first.fip, done + jitter(rng, 10, 120))
-        for vol in first.volumes:
-            rec.delete_volume(vol, done + jitter(rng, 10, 300), rng)
+def _delete_with_its_volumes(rec: Recorder, vm: Handle, delete_at: datetime, rng: random.Random) -> None:
+    """The server deleted, then its floating IP released and its volumes deleted."""
+    done = rec.delete_instance(vm, max(delete_at, vm.draft.current.start + MINUTE), rng)
+    if vm.fip is not None:
+        rec.release(vm.fip, done + jitter(rng, 10, 120))
+    for vol in vm.volumes:
+        rec.delete_volume(vol, done + jitter(rng, 10, 300), rng)
 
-    second = instances[1].volumes[0]
+
+def _extend_then_retype(rec: Recorder, volume: Handle, span: Span, rng: random.Random) -> None:
+    """A volume doubled in size in the month's second third, then retyped an hour or more later."""
     lo, hi = span.fraction(0.3, 0.45)
-    if span.ok(hi):
-        at = rec.extend(
-            second,
-            max(profile.draw(rng, lo, hi), second.draft.current.start + MINUTE),
-            2 * (second.draft.current.size_gb or 0),
-            rng,
-        )
-        current = second.draft.current.volume_type_id
-        others = [t for t in VOLUME_TYPES if rec.vtypes[t].id != current]
-        lo, hi = span.fraction(0.5, 0.65)
-        rec.retype(second, max(profile.draw(rng, lo, hi), at + HOUR), rng.choice(others), rng)
+    if not span.ok(hi):
+        return
+    at = rec.extend(
+        volume,
+        max(span.profile.draw(rng, lo, hi), volume.draft.current.start + MINUTE),
+        2 * (volume.draft.current.size_gb or 0),
+        rng,
+    )
+    current = volume.draft.current.volume_type_id
+    others = [t for t in VOLUME_TYPES if rec.vtypes[t].id != current]
+    lo, hi = span.fraction(0.5, 0.65)
+    rec.retype(volume, max(span.profile.draw(rng, lo, hi), at + HOUR), rng.choice(others), rng)
 
-    third = instances[2].fip
-    lo, hi = span.fraction(0.45, 0.55)
-    if third is not None and span.ok(hi):
-        rec.release(third, max(profile.draw(rng, lo, hi), third.draft.current.start + MINUTE))
 
-    at = profile.draw(rng, span.start, span.start + (span.end - span.start) / 4)
+def _spare_volume_transferred(
+    rec: Recorder, tenant: Tenant, next_tenant: Tenant, span: Span, rng: random.Random
+) -> None:
+    """A spare volume, offered mid-month to the next tenant."""
+    at = span.profile.draw(rng, span.start, span.start + (span.end - span.start) / 4)
     spare = rec.volume(tenant, rng.choice((50, 100, 200)), rng.choice(VOLUME_TYPES), at, "spare", rng)
     lo, hi = span.fraction(0.4, 0.6)
     if span.ok(hi):
-        at = max(profile.draw(rng, lo, hi), spare.draft.current.start + MINUTE)
+        at = max(span.profile.draw(rng, lo, hi), spare.draft.current.start + MINUTE)
         # One transfer in four is cancelled by its owner instead of accepted.
         rec.transfer(spare, next_tenant, at, rng, accepted=rng.random() >= 1 / 4)
-    return pre_existing
 
 
 def _instance_ops(rec: Recorder, vm: Handle, n: int, span: Span, limit: datetime, rng: random.Random) -> None:
