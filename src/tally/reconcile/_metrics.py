@@ -62,6 +62,13 @@ LAST_ERROR = Gauge(
     "for a slot or a connection gave up (0 until one has); above the last completed one: the cloud fails.",
     ["cloud"],
 )
+LOCK_HELD_SECONDS = Gauge(
+    "tally_sync_lock_held_seconds",
+    "How long this replica's scheduled runs of the cloud have found its sync lock held by another run, "
+    "run after run (0 once one of them takes it). A live holder runs within its budget and a hung one "
+    "loses its lease, so a figure past both is a holder nothing frees.",
+    ["cloud"],
+)
 IN_PROGRESS = Gauge(
     "tally_sync_runs_in_progress", "Sync runs of this process holding a slot (at most the cap)."
 )

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import logging
 import random
+import time
+from collections.abc import Callable
 from datetime import datetime
 
 import anyio
@@ -28,7 +30,9 @@ import httpx
 
 from tally.actors import ActorContext
 from tally.core import InstantError, parse_instant
+from tally.store import SYNC_LOCK_LEASE_S
 
+from . import _metrics
 from ._model import Status
 from ._pacing import JITTER, first_delay, next_delay
 from ._service import SyncService
@@ -84,12 +88,13 @@ async def run_cloud_scheduler(
     with anyio.move_on_at(first_at):
         await ctx.wait_stopping()
     min_gap_s = None if clock_url is not None else min_gap(entry.sync_interval_s)
+    watch = HeldLockWatch(cloud, service.budget_s + SYNC_LOCK_LEASE_S)
     async with httpx.AsyncClient(timeout=10.0) as client:
         while not ctx.stopping:
             # From tick to tick, not from a run's end: a run's length must not stretch the cadence (the
             # replicas between them would sync the cloud less than once an interval).
             next_at = anyio.current_time() + next_delay(entry.sync_interval_s, rng)
-            await _tick(service, cloud, client, clock_url, min_gap_s)
+            await _tick(service, cloud, client, clock_url, min_gap_s, watch)
             with anyio.move_on_at(next_at):
                 await ctx.wait_stopping()
 
@@ -114,12 +119,54 @@ def min_gap(interval_s: float) -> float:
     return interval_s * (1.0 - 2 * JITTER)
 
 
+class HeldLockWatch:
+    """How long a cloud's scheduled runs have found its lock held by another run, run after run.
+
+    A live holder ends within its run's budget and a hung one loses its lease (``SYNC_LOCK_LEASE_S``),
+    so a lock still found held past both is one nothing frees: that is said once, at WARNING, and the
+    gauge keeps counting for the alert. Each skip below that stays at INFO, as replicas taking turns
+    skip runs all the time."""
+
+    def __init__(self, cloud: str, threshold_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._cloud = cloud
+        self._threshold_s = threshold_s
+        self._clock = clock
+        self._since: float | None = None
+        self._warned = False
+        _metrics.LOCK_HELD_SECONDS.labels(cloud).set(0)
+
+    def held(self) -> None:
+        now = self._clock()
+        if self._since is None:
+            self._since = now
+        held_s = now - self._since
+        _metrics.LOCK_HELD_SECONDS.labels(self._cloud).set(held_s)
+        if held_s >= self._threshold_s and not self._warned:
+            self._warned = True
+            log.warning(
+                "sync lock held by another run for %.0f s, past the budget and the lease cloud=%s: "
+                "look for the session named 'tally sync lock %s'",
+                held_s,
+                self._cloud,
+                self._cloud,
+            )
+
+    def free(self) -> None:
+        if self._warned and self._since is not None:
+            log.warning(
+                "sync lock free again after %.0f s cloud=%s", self._clock() - self._since, self._cloud
+            )
+        self._since, self._warned = None, False
+        _metrics.LOCK_HELD_SECONDS.labels(self._cloud).set(0)
+
+
 async def _tick(
     service: SyncService,
     cloud: str,
     client: httpx.AsyncClient,
     clock_url: str | None,
     min_gap_s: float | None,
+    watch: HeldLockWatch,
 ) -> None:
     at: datetime | None = None
     if clock_url is not None:
@@ -129,6 +176,10 @@ async def _tick(
             log.warning("scheduled sync skipped cloud=%s reason=%s", cloud, exc)
             return
     outcome = await service.run_cloud(cloud, at, min_gap_s=min_gap_s)
+    if outcome.status is Status.LOCK_HELD:
+        watch.held()
+    elif outcome.status is not Status.NOT_STARTED:
+        watch.free()
     if outcome.status in (Status.LOCK_HELD, Status.NOT_DUE):
         log.info("scheduled sync skipped cloud=%s reason=%s", cloud, outcome.status.value)
     elif outcome.status is Status.NOT_STARTED:

@@ -151,6 +151,11 @@ class SyncService:
             parts.append(f"adapter_config refused, runs of these clouds fail: {detail}")
         return CloudsReadiness(True, "; ".join(parts), clouds)
 
+    @property
+    def budget_s(self) -> float:
+        """The budget each run of the service is given."""
+        return self._settings.budget_s
+
     async def run_cloud(
         self, cloud: str, at: datetime | None = None, *, min_gap_s: float | None = None
     ) -> SyncOutcome:

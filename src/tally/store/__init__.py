@@ -38,6 +38,7 @@ from ._interface import StoredPriceList as StoredPriceList
 from ._interface import StoreError as StoreError
 from ._interface import StoreUnavailable as StoreUnavailable
 from ._interface import SyncLockHeld as SyncLockHeld
+from ._pg_sync_lock import LEASE_S as SYNC_LOCK_LEASE_S
 from ._interface import SyncReceipts as SyncReceipts
 from ._interface import SyncRow as SyncRow
 from ._interface import SyncStatus as SyncStatus
@@ -102,6 +103,7 @@ __all__ = [
     "StoreUnavailable",
     "StoredPriceList",
     "SyncLockHeld",
+    "SYNC_LOCK_LEASE_S",
     "SyncReceipts",
     "SyncRow",
     "SyncStatus",

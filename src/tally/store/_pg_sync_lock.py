@@ -15,6 +15,16 @@ vacuum for the length of the run. The holder releases it with
 ``pg_advisory_unlock`` before closing the connection: a closed connection's locks
 go only once its server process has exited, a moment later, and a sync started
 in that moment would find the lock held.
+
+A holder that hangs (a stopped process, a frozen host, a network that drops its packets without a
+reset) keeps its session, and the kernel answers TCP keepalives for a stopped process, so neither the
+session's end nor a keepalive frees the lock. The lock is therefore a lease: the session is opened
+with ``idle_session_timeout`` set to ``LEASE_S``, and the holder renews it with a query every third
+of it. A holder that stops renewing loses the session, and the lock, within ``LEASE_S``, and another
+replica's next run takes the cloud. A holder that wakes up after that learns it at its next renewal:
+its run is cancelled and ends ``StoreUnavailable`` ("sync lock lost"), having overlapped the new
+holder for at most one renewal interval (its corrections are level-based, so an overlap books
+nothing twice in effect: docs/reconciliation.md, "A hung holder").
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from typing import Any
 
 import anyio
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from ._interface import StoreError, StoreUnavailable, SyncLockHeld
 from ._pool_wait import lost_connection, one_line
@@ -34,42 +45,89 @@ log = logging.getLogger(__name__)
 
 #: How long the take of a lock may go on once it was asked for, whatever cancels its run meanwhile.
 TAKE_BOUND_S = 10.0
+#: How long a holder that stopped renewing keeps the lock: the server ends its idle session then.
+LEASE_S = 60.0
 
 
 @asynccontextmanager
-async def hold_sync_lock(url: str, cloud: str) -> AsyncIterator[None]:
-    """Hold ``cloud``'s lock for the block on a connection of its own, opened from ``url``; raises
-    ``SyncLockHeld`` at entry when another session holds it."""
+async def hold_sync_lock(url: str, cloud: str, *, lease_s: float = LEASE_S) -> AsyncIterator[None]:
+    """Hold ``cloud``'s lock for the block on a connection of its own, opened from ``url``, renewed
+    every third of ``lease_s``; raises ``SyncLockHeld`` at entry when another session holds it, and
+    ``StoreUnavailable`` (the block cancelled) when the lock is lost while the block runs."""
     try:
         conn = await psycopg.AsyncConnection.connect(
-            url, autocommit=True, application_name=f"tally sync lock {cloud}"
+            url,
+            autocommit=True,
+            application_name=f"tally sync lock {cloud}",
+            options=_with_lease(url, lease_s),
         )
     except psycopg.OperationalError as exc:
         raise StoreUnavailable(f"no connection for the sync lock of {cloud}: {one_line(exc)}") from exc
     try:
+        key = await _take_bounded(conn, cloud)
+        lost: list[str] = []
         try:
-            # Shielded, within a bound: a take cancelled after it was sent may hold the lock on the
-            # server while this side never learns its key to release it, and the close alone frees it
-            # only once the server process exits, a moment in which another replica is refused.
-            with anyio.CancelScope(shield=True, deadline=anyio.current_time() + TAKE_BOUND_S) as take:
-                key = await _take_sync_lock(conn, cloud)
-            if take.cancelled_caught:
-                raise StoreUnavailable(f"the sync lock of {cloud} was not taken within {TAKE_BOUND_S:g} s")
-        except psycopg.OperationalError as exc:
-            lost = lost_connection(exc, conn)
-            if lost is None:
-                raise
-            raise lost from exc
-        try:
-            yield
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_renew, conn, lease_s / 3, lost, tg.cancel_scope)
+                yield
+                tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The renewal raises nothing: what the group holds is the block's own error, which its
+            # caller must see as it was raised (SyncLockHeld, StoreUnavailable, ...), not wrapped.
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
         finally:
-            with anyio.CancelScope(shield=True):
-                await _release_sync_lock(conn, cloud, key)
+            if not lost:
+                with anyio.CancelScope(shield=True):
+                    await _release_sync_lock(conn, cloud, key)
+        if lost:
+            log.warning("sync lock lost while its run went on cloud=%s: %s", cloud, lost[0])
+            raise StoreUnavailable(f"the sync lock of {cloud} was lost while the run went on: {lost[0]}")
     finally:
         # Shielded: a cancelled holder would otherwise skip the close and leave the connection, and
         # with it a lock taken by a cancelled take, to the garbage collector.
         with anyio.CancelScope(shield=True):
             await conn.close()
+
+
+def _with_lease(url: str, lease_s: float) -> str:
+    """The connection's server options with ``idle_session_timeout`` added to those the URL names (the
+    schema's search_path, say): a startup option, so that the lease holds from the first statement."""
+    given = str(conninfo_to_dict(url).get("options") or "")
+    return f"{given} -c idle_session_timeout={max(1, round(lease_s * 1000))}".strip()
+
+
+async def _take_bounded(conn: psycopg.AsyncConnection[Any], cloud: str) -> tuple[int, int]:
+    try:
+        # Shielded, within a bound: a take cancelled after it was sent may hold the lock on the
+        # server while this side never learns its key to release it, and the close alone frees it
+        # only once the server process exits, a moment in which another replica is refused.
+        with anyio.CancelScope(shield=True, deadline=anyio.current_time() + TAKE_BOUND_S) as take:
+            key = await _take_sync_lock(conn, cloud)
+        if take.cancelled_caught:
+            raise StoreUnavailable(f"the sync lock of {cloud} was not taken within {TAKE_BOUND_S:g} s")
+        return key
+    except psycopg.OperationalError as exc:
+        lost = lost_connection(exc, conn)
+        if lost is None:
+            raise
+        raise lost from exc
+
+
+async def _renew(
+    conn: psycopg.AsyncConnection[Any], every_s: float, lost: list[str], block: anyio.CancelScope
+) -> None:
+    """Keep the session busy enough that the server does not end it; when it is gone, say why and
+    cancel the block that believed it held the lock."""
+    while True:
+        await anyio.sleep(every_s)
+        try:
+            await conn.execute("SELECT 1")
+        except psycopg.Error as exc:
+            lost.append(one_line(exc))
+            block.cancel()
+            return
 
 
 # The two int4 keys of a cloud's lock: the oid of sync_lock_keys as the int4 of the same 32 bits (so
@@ -87,12 +145,13 @@ FROM (SELECT tableoid::bigint::bit(32)::integer AS space, key FROM sync_lock_key
 
 async def _take_sync_lock(conn: psycopg.AsyncConnection[Any], cloud: str) -> tuple[int, int]:
     """Take ``cloud``'s lock on ``conn`` (giving the cloud its key first if it has none); its two keys."""
-    # One round trip. The read takes its snapshot after the insert has returned, and the insert waits
-    # for a concurrent adder of the same cloud to commit, so the read sees the key row whoever added it.
-    # NOT EXISTS first, because ON CONFLICT alone would spend a number of the identity on every run.
-    async with conn.pipeline():
-        await conn.execute(_ADD_SYNC_LOCK_KEY, [cloud, cloud])
-        cursor = await conn.execute(_TRY_SYNC_LOCK, [cloud])
+    # The read takes its snapshot after the insert has returned, and the insert waits for a concurrent
+    # adder of the same cloud to commit, so the read sees the key row whoever added it. NOT EXISTS first,
+    # because ON CONFLICT alone would spend a number of the identity on every run. Two round trips, not
+    # one pipeline: the server arms the session's idle timer (the lease) only after a statement sent
+    # outside a pipeline, and a holder that hangs right after its take sends no other.
+    await conn.execute(_ADD_SYNC_LOCK_KEY, [cloud, cloud])
+    cursor = await conn.execute(_TRY_SYNC_LOCK, [cloud])
     row = await cursor.fetchone()
     if row is None:
         raise StoreError(f"cloud {cloud!r} has no row in sync_lock_keys: was the table edited by hand?")
