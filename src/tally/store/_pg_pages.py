@@ -1,7 +1,8 @@
 """PostgreSQL's listing pages as the API's JSON objects, built straight from the rows.
 
-Through ``StoredEvent`` and ``ResourceRow`` a page of 100 cost the API about 2 ms of Python: a frozen
-dataclass per row, then a dict per row and ``format_instant`` for each of its instants. Here PostgreSQL
+Through ``StoredEvent`` and ``ResourceRow`` a page cost the API a frozen dataclass per row, then a
+dict per row and ``format_instant`` for each of its instants, a large part of its Python (measured in
+docs/benchmarks.md, section "reads", the quiet host's run of 2026-12-01 14:27). Here PostgreSQL
 writes each instant as ``format_instant`` does (RFC 3339 in UTC with ``Z``, the fraction without
 trailing zeros, none when it is zero) and each row becomes its object in one dict display; the objects
 equal ``to_wire`` of the same rows (tests/store/test_pg_pages.py).
@@ -9,8 +10,8 @@ equal ``to_wire`` of the same rows (tests/store/test_pg_pages.py).
 The jsonb documents arrive as their text (``RawJsonb``) and are checked as one: a single scan of a
 page's documents tells whether any may hold an integer past 64 bits or a float that ``json.dumps`` would
 write in exponent form where orjson does not, instead of one scan per document when it is parsed and
-another over the whole answer when it is written (``bench.reads``: 1,200 µs of server CPU per page of
-events before, 1,087 µs after; resources 1,274 and 1,138). PostgreSQL writes a jsonb number as a plain
+another over the whole answer when it is written, which cost the server CPU on every page (measured in
+docs/benchmarks.md, section "reads", the lean lane). PostgreSQL writes a jsonb number as a plain
 decimal, never in exponent form, so such a float is a number below 1e-4 (its text holds ``0.0000``) or
 of at least 1e16 (a run of 17 digits); a page whose documents hold neither is marked ``numbers_plain``.
 Strings may hold either too: such a page is only left unmarked, and its documents are read exactly
