@@ -170,13 +170,17 @@ def read_servers(records: Records, db: dict[str, str], project: str) -> None:
                 size = next(resized)[1]
             elif action == "revertResize":
                 size = _reverted(flavors, size)
-            start, finish = by_event[event]
-            if state is None:
-                assert terminated is not None, f"nova's delete of {uuid} left no terminated_at"
-                start = terminated
-            lo, hi = window(start, finish)
-            facts = None if state is None else (state, project, dict(size))
-            records.add(key, Change(lo, hi, facts, f"nova {action}/{event}"))
+            if state is not None:
+                records.add(
+                    key, Change(*window(*by_event[event]), (state, project, dict(size)), f"nova {action}")
+                )
+        if terminated is not None:
+            # A shelved (offloaded) server is deleted by the API alone: its delete has no compute event.
+            finish = max(
+                (f for a, e in events.get(uuid, {}).values() if a == "delete" for _, f in e.values()),
+                default=terminated,
+            )
+            records.add(key, Change(*window(terminated, finish), None, "nova terminated_at"))
 
 
 def _reverted(flavors: list[tuple[dict[str, Any], dict[str, Any]]], size: dict[str, Any]) -> dict[str, Any]:
