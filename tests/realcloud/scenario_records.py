@@ -307,7 +307,8 @@ def read_ips(
         )
         if iid in deleted:
             before, after = deleted[iid]
-            records.add(key, Change(before, after, None, "neutron's last answer and first 404"))
+            # The second after its first 404 for the notification neutron sends as the delete commits.
+            records.add(key, Change(before, after + SLACK / 2, None, "neutron's last answer and first 404"))
 
 
 def read_lbs(records: Records, db: dict[str, str], project: str, snapshots: Snapshots) -> None:
