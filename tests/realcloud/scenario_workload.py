@@ -22,6 +22,9 @@ from realcloud_support import Tenant
 Wait = Callable[[], bool]
 Op = Iterator[Wait]
 OP_TIMEOUT_S = 180.0
+# The development cloud caps each service's database pool at 3 connections: ten server creates at once
+# timed placement out (NoValidHost); six operations in flight, the kinds interleaved, never did.
+IN_FLIGHT = 6
 
 
 def now() -> datetime:
@@ -205,28 +208,32 @@ class Workload:
 
 
 def run_all(
-    ops: list[Op], timeout_s: float = OP_TIMEOUT_S, between: Callable[[], None] | None = None
+    ops: list[Op],
+    timeout_s: float = OP_TIMEOUT_S,
+    between: Callable[[], None] | None = None,
+    limit: int = IN_FLIGHT,
 ) -> None:
-    """Advance every operation until all are done; ``between`` runs once, after every first request."""
-    pending: list[tuple[Op, Wait | None]] = []
-    for op in ops:
-        step = next(op, None)
-        if step is not None:
-            pending.append((op, step))
-    if between is not None:
-        between()
+    """Advance every operation until all are done, at most ``limit`` at once; ``between`` runs once,
+    after the first requests of the first ``limit``."""
+    waiting = list(ops)
+    pending: list[tuple[Op, Wait]] = []
     deadline = time.monotonic() + timeout_s
-    while pending:
+    while waiting or pending:
         if time.monotonic() > deadline:
-            raise AssertionError(f"{len(pending)} operations not done within {timeout_s:g}s")
-        still: list[tuple[Op, Wait | None]] = []
+            raise AssertionError(f"{len(pending) + len(waiting)} operations not done within {timeout_s:g}s")
+        still: list[tuple[Op, Wait]] = []
         for op, wait in pending:
-            if wait is not None and not wait():
+            if not wait():
                 still.append((op, wait))
-                continue
-            step = next(op, None)
-            if step is not None:
+            elif (step := next(op, None)) is not None:
                 still.append((op, step))
+        while waiting and len(still) < limit:
+            op = waiting.pop(0)
+            if (step := next(op, None)) is not None:
+                still.append((op, step))
+        if between is not None:
+            between()
+            between = None
         pending = still
         if pending:
             time.sleep(0.5)

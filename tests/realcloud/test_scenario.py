@@ -200,12 +200,22 @@ def _sync_under_cinder_down(tally: Tally, devcloud: dict[str, Any]) -> str:
 
 def _phase(plan: Plan, work: Workload, phase: int) -> list[Any]:
     if phase == 0:
-        return [
-            work.create(kind, name, plan.volume_types[int(name.split("-")[1])] if kind == "volume" else "")
-            for kind in plan.ops
-            for name in plan.names(kind)
-        ]
-    return [work.operate(kind, name, op, anchor="srv-0") for kind, name, op in plan.at(phase)]
+        todo = [(kind, name, "create") for kind in plan.ops for name in plan.names(kind)]
+    else:
+        todo = plan.at(phase)
+    # The kinds interleaved, so that the operations in flight are not all servers.
+    rank: Counter[str] = Counter()
+    ranked = []
+    for item in todo:
+        ranked.append((rank[item[0]], item))
+        rank[item[0]] += 1
+    todo = [item for _, item in sorted(ranked, key=lambda pair: pair[0])]
+    return [
+        work.create(kind, name, plan.volume_types[int(name.split("-")[1])] if kind == "volume" else "")
+        if op == "create"
+        else work.operate(kind, name, op, anchor="srv-0")
+        for kind, name, op in todo
+    ]
 
 
 def _drive(
