@@ -218,8 +218,9 @@ class Snapshots:
                     "status": lb.provisioning_status,
                     "created_at": lb.created_at,
                     "updated_at": lb.updated_at,
-                    "listeners": sorted(str(x.created_at) for x in lbs.listeners(loadbalancer_id=lb.id)),
-                    "pools": sorted(str(p.created_at) for p in lbs.pools(loadbalancer_id=lb.id)),
+                    # The load balancer's own lists: octavia's listener listing ignores a balancer filter.
+                    "listeners": {x["id"]: lbs.get_listener(x["id"]).created_at for x in lb.listeners or []},
+                    "pools": {x["id"]: lbs.get_pool(x["id"]).created_at for x in lb.pools or []},
                 }
                 for lb in lbs.load_balancers(project_id=self.project)
             }
@@ -320,14 +321,14 @@ def read_lbs(records: Records, db: dict[str, str], project: str, snapshots: Snap
         )
     }
     first: dict[str, dict[str, Any]] = {}
-    listeners: dict[str, set[str]] = {}
-    pools: dict[str, set[str]] = {}
+    listeners: dict[str, dict[str, str]] = {}
+    pools: dict[str, dict[str, str]] = {}
     for snapshot in snapshots.lbs:
         for lid, row in snapshot.items():
             if row["status"] == "ACTIVE":
                 first.setdefault(lid, row)
-            listeners.setdefault(lid, set()).update(row["listeners"])
-            pools.setdefault(lid, set()).update(row["pools"])
+            listeners.setdefault(lid, {}).update(row["listeners"])
+            pools.setdefault(lid, {}).update(row["pools"])
     for lid, row in first.items():
         key = ("loadbalancer", lid)
         created_at, active_at = instant(row["created_at"]), instant(row["updated_at"])
@@ -339,7 +340,8 @@ def read_lbs(records: Records, db: dict[str, str], project: str, snapshots: Snap
             Change(*window(active_at), ("active", project, dict(counts)), "octavia updated_at when ACTIVE"),
         )
         marks = sorted(
-            [(instant(t), "listeners") for t in listeners[lid]] + [(instant(t), "pools") for t in pools[lid]]
+            [(instant(t), "listeners") for t in listeners[lid].values()]
+            + [(instant(t), "pools") for t in pools[lid].values()]
         )
         for at, member in marks:
             assert at is not None
