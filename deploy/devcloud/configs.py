@@ -108,6 +108,8 @@ def nova(layout: Layout, password: str, *, with_database: bool) -> Sections:
         "instance_usage_audit": "true",
         "instance_usage_audit_period": "hour",
         "heal_instance_info_cache_interval": "-1",
+        # One fake compute host: a resize (and its revert) can only land where the server already is.
+        "allow_resize_to_same_host": "true",
     }
     if with_database:
         sections["api_database"] = dict(sections["database"], connection=layout.db_url("nova_api"))

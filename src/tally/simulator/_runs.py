@@ -10,7 +10,7 @@ question. Pure.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -109,3 +109,24 @@ def first_absence_run(
         if run.may_book(resource_type, resource_id):
             return run
     return None
+
+
+def failed_run_could_book(
+    run: SyncRun,
+    resource_type: str,
+    resource_id: str,
+    changed_at: datetime,
+    first_event_at: datetime | None,
+    settle: timedelta,
+) -> bool:
+    """Whether a failed run booked a correction it could: a run keeps the corrections of the types it
+    listed to the end when another type's listing failed (docs/reconciliation.md, "Failures"), so a
+    failed run that listed the type, after the change, without deferring the resource, books it as
+    well as a completed one would. (Failed runs never count as proof of an earlier absence.)"""
+    if run.completed:
+        return False
+    as_listed = (replace(run, completed=True),)
+    if first_event_at is None:
+        return first_update_run(as_listed, resource_type, resource_id, changed_at, settle) is not None
+    found = first_absence_run(as_listed, resource_type, resource_id, changed_at, first_event_at, settle)
+    return found is not None

@@ -11,7 +11,9 @@ booked it, and so is one a later notification caught up with before any such run
 ``sync.create`` dated at the platform's creation instant, ahead of the oracle's start, is accepted
 when that instant is known and it carries the facts the platform listed to its run (a volume resized
 before the run that found it is booked at its new size: the seeds book what the listing says).
-Everything else is off.
+A run that failed on another type keeps the corrections of the types it listed to the end
+(docs/reconciliation.md, "Failures"): one such run booked ahead of the first completed run that could
+is tolerated as well (the real cloud's cinder-down fault shows it). Everything else is off.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any, Final
 
 from tally.core import Event, InstantError, StoredEvent, parse_instant
 
-from ._runs import SyncRun, first_absence_run, first_update_run
+from ._runs import SyncRun, failed_run_could_book, first_absence_run, first_update_run
 
 Facts = tuple[str, str, tuple[tuple[str, Any], ...]]
 Span = tuple[datetime, datetime, Facts]
@@ -42,6 +44,7 @@ LOST_UPDATE: Final = "lost-update"
 NO_RUN_COULD_BOOK: Final = "no run could book it"
 CAUGHT_UP_BEFORE_ANY_RUN: Final = "caught up by a notification before any run could book it"
 CREATE_AT_PLATFORM_INSTANT: Final = "create at the platform's instant"
+BY_A_FAILED_RUN: Final = "booked by a failed run that listed the type"
 # Off causes.
 CREATE_EARLY: Final = "create early"
 CREATE_LATE: Final = "create late"
@@ -226,6 +229,11 @@ def judge(
     if (rtype, rid) in run.deferred:
         return Judgement(False, DEFERRING_RUN, correction.event_id, run.run_id, due_id)
     if due is None or run.run_id != due.run_id:
+        first_event = (history[0].event.timestamp if history else changed) if kind == "delete" else None
+        if (due is None or run.started_at < due.started_at) and failed_run_could_book(
+            run, rtype, rid, changed, first_event, ctx.settle
+        ):
+            return Judgement(True, BY_A_FAILED_RUN, correction.event_id, run.run_id, due_id)
         return Judgement(False, LATER_RUN, correction.event_id, run.run_id, due_id)
     cause = POLL_DATED_UPDATE if kind == "update" else DELETE_BY_ABSENCE
     return Judgement(True, cause, correction.event_id, run.run_id, due_id)

@@ -15,6 +15,7 @@ from tally.core import Event, StoredEvent
 from tally.simulator import compare, stored_record
 from tally.simulator._runs import SyncRun
 from tally.simulator._verdict import (
+    BY_A_FAILED_RUN,
     CAUGHT_UP_BEFORE_ANY_RUN,
     CREATE_AT_PLATFORM_INSTANT,
     CREATE_EARLY,
@@ -177,6 +178,25 @@ def test_a_failed_or_incomplete_run_does_not_count() -> None:
         run("r3", T0 + 7 * H),
     )
     assert judge(CREATE, fix, DELETE, runs=runs).passed
+
+
+def test_a_failed_run_that_listed_the_type_may_book_ahead_of_the_first_completed_run() -> None:
+    """A run whose volume listing failed keeps its instance corrections (docs/reconciliation.md,
+    "Failures"): booked at its own instant, ahead of the next completed run, tolerated; a failed run
+    that did not list the type to the end stays off."""
+    by_r1 = ev("sync.update", T0 + 5 * H + M, state="shutoff", size=SMALL, reason="drift", by="r1")
+    listed = (run("r1", T0 + 5 * H + M, completed=False), run("r2", T0 + 6 * H))
+    assert only(judge(CREATE, by_r1, DELETE, runs=listed)) == (
+        True,
+        BY_A_FAILED_RUN,
+        by_r1.event.event_id,
+        "r1",
+    )
+    unlisted = (run("r1", T0 + 5 * H + M, completed=False, types={"volume"}), run("r2", T0 + 6 * H))
+    assert only(judge(CREATE, by_r1, DELETE, runs=unlisted))[:2] == (False, LATER_RUN)
+    gone = ev("sync.delete", T0 + 9 * H + 10 * M, reason="absent from a complete listing", by="r1")
+    failed = (run("r1", T0 + 9 * H + 10 * M, completed=False), run("r2", T0 + 10 * H))
+    assert only(judge(CREATE, POWER_OFF, gone, runs=failed))[:2] == (True, BY_A_FAILED_RUN)
 
 
 def test_a_correction_not_dated_at_its_runs_instant_is_off() -> None:
