@@ -38,7 +38,6 @@ from ._interface import StoredPriceList as StoredPriceList
 from ._interface import StoreError as StoreError
 from ._interface import StoreUnavailable as StoreUnavailable
 from ._interface import SyncLockHeld as SyncLockHeld
-from ._pg_sync_lock import LEASE_S as SYNC_LOCK_LEASE_S
 from ._interface import SyncReceipts as SyncReceipts
 from ._interface import SyncRow as SyncRow
 from ._interface import SyncStatus as SyncStatus
@@ -50,6 +49,7 @@ from ._open import dialect_of as dialect_of
 from ._open import hash_secret as hash_secret
 from ._open import open_store as open_store
 from ._partitions import PartitionStats as PartitionStats
+from ._pg_sync_lock import LEASE_S as SYNC_LOCK_LEASE_S
 from ._pool_wait import ConnectionWaits as ConnectionWaits
 from ._pool_wait import ConnectionWaitTimeout as ConnectionWaitTimeout
 from ._pool_wait import connection_deadline as connection_deadline
@@ -66,6 +66,7 @@ from ._upkeep import maintain_events as maintain_events
 __all__ = [
     "EVENT_GROUPS",
     "RESOURCE_GROUPS",
+    "SYNC_LOCK_LEASE_S",
     "ApiToken",
     "AuditEntry",
     "AuditRecord",
@@ -103,7 +104,6 @@ __all__ = [
     "StoreUnavailable",
     "StoredPriceList",
     "SyncLockHeld",
-    "SYNC_LOCK_LEASE_S",
     "SyncReceipts",
     "SyncRow",
     "SyncStatus",
