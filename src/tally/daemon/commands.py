@@ -39,6 +39,13 @@ def _run(args: argparse.Namespace) -> int:
     settings = _settings_or_exit(check_clouds=True)
     if settings is None:
         return 2
+    from tally.http import PolicyFileError, TallyPolicy
+
+    try:
+        TallyPolicy(settings.reporting_policy_file)  # refused before anything starts, in one line
+    except PolicyFileError as exc:
+        print(f"tally: {exc}", file=sys.stderr)
+        return 2
     setup_logging(settings.log_level, settings.log_format)
     from ._run import run_daemon  # the HTTP stack is imported only when the daemon really runs
 
