@@ -5,6 +5,7 @@ from ._health import CheckResult as CheckResult
 from ._health import Readiness as Readiness
 from ._health import ReadinessCheck as ReadinessCheck
 from ._health import health_blueprint as health_blueprint
+from ._keystone import KeystoneTokens as KeystoneTokens
 from ._keystone import keystone_tokens as keystone_tokens
 from ._policy import PolicyFileError as PolicyFileError
 from ._policy import TallyPolicy as TallyPolicy
@@ -20,6 +21,7 @@ from ._sync_runner import UnknownCloud as UnknownCloud
 
 __all__ = [
     "CheckResult",
+    "KeystoneTokens",
     "PolicyFileError",
     "Problem",
     "Readiness",

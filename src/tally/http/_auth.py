@@ -65,15 +65,18 @@ def _bearer(header: str) -> str:
     return secret.strip()
 
 
-def _keystone_token(authorization: str, x_auth_token: str) -> str | None:
-    """The keystone token of a request: ``X-Auth-Token``, or a bearer token that is no Tally secret."""
-    if x_auth_token:
-        return x_auth_token
+def _keystone_bearer(authorization: str) -> str | None:
+    """A bearer token that may be keystone's: one that is no Tally secret by its prefix."""
     scheme, _, secret = authorization.partition(" ")
     secret = secret.strip()
     if scheme.lower() == "bearer" and secret and not secret.startswith(TALLY_SECRET_PREFIXES):
         return secret
     return None
+
+
+def _keystone_route(auth: Auth) -> None:
+    if auth == "admin":
+        raise Problem("forbidden", "this route needs an API token of role admin")
 
 
 async def authenticate(
@@ -88,18 +91,26 @@ async def authenticate(
     use an ``auth`` route. With ``known`` (the lean lane), an ``api`` route's token may be recalled
     from it: the principal is then ``recalled`` and the handler's read checks the token. With
     ``keystone`` (the request's ``X-Auth-Token``, cloud and operation) and a cloud taking keystone
-    tokens, a keystone token is checked by that cloud's keystone (``_keystone``)."""
+    tokens, a keystone token is checked by that cloud's keystone (``_keystone``): the one in
+    ``X-Auth-Token``, or a bearer token that is no Tally secret (its cached answer first; else a
+    bearer token the store does not know)."""
     if auth == "none":
         return ANONYMOUS
     if services.settings.reporting_auth_mode == "disabled":
         return OPEN
-    tokens = services.keystone
-    if tokens is not None and keystone is not None and auth in ("api", "admin"):
-        presented = _keystone_token(authorization, keystone.x_auth_token)
-        if presented is not None:
-            if auth == "admin":
-                raise Problem("forbidden", "this route needs an API token of role admin")
-            return await tokens.principal(presented, keystone.cloud, keystone.operation_id)
+    tokens = services.keystone if auth in ("api", "admin") else None
+    candidate: str | None = None
+    if tokens is not None and keystone is not None:
+        if keystone.x_auth_token:
+            _keystone_route(auth)
+            return await tokens.principal(keystone.x_auth_token, keystone.cloud, keystone.operation_id)
+        candidate = _keystone_bearer(authorization)
+        cached = (
+            None if candidate is None else tokens.recall(candidate, keystone.cloud, keystone.operation_id)
+        )
+        if cached is not None:
+            _keystone_route(auth)
+            return cached
     secret = _bearer(authorization)
     if auth == "internal":
         expected = services.settings.reporting_internal_token
@@ -123,6 +134,8 @@ async def authenticate(
             return recalled
     token = await services.store.api_token_by_hash(digest)
     if token is None:
+        if tokens is not None and keystone is not None and candidate is not None and auth == "api":
+            return await tokens.principal(candidate, keystone.cloud, keystone.operation_id)
         raise api_token_refused()
     if auth == "admin" and token.role != "admin":
         raise Problem("forbidden", "this route needs an API token of role admin")

@@ -84,7 +84,7 @@ class KeystoneTokens:
         raise refused("no_cloud", "several clouds take keystone tokens: name the cloud (query cloud)")
 
     async def _known_token(self, cloud: str, token: str) -> _Known:
-        key = hashlib.sha256(f"{cloud}\0{token}".encode()).hexdigest()
+        key = _key(cloud, token)
         known = self._known.get(key)
         now = time.monotonic()
         if known is not None and now < known.until:
@@ -167,6 +167,22 @@ class KeystoneTokens:
         known.views[rule[0]] = view
         return view
 
+    def recall(self, token: str, cloud_hint: str | None, operation_id: str) -> Principal | None:
+        """The caller of a token found in the cache and still good, without asking keystone; None
+        otherwise (a bearer token may yet be Tally's own)."""
+        if cloud_hint is not None:
+            cloud = cloud_hint
+        elif len(self._checkers) == 1:
+            cloud = next(iter(self._checkers))
+        else:
+            return None
+        known = self._known.get(_key(cloud, token))
+        if known is None or time.monotonic() >= known.until or known.info.expires_at <= datetime.now(UTC):
+            return None
+        KEYSTONE_CACHE_HITS.labels(cloud).inc()
+        view = self._view(cloud, known, operation_id)
+        return Principal(kind="keystone", actor=f"keystone:{cloud}:{known.info.user_id}", view=view)
+
     async def principal(self, token: str, cloud_hint: str | None, operation_id: str) -> Principal:
         """The caller of a keystone token, or a 401/403/503 problem."""
         token = token.strip()
@@ -176,6 +192,10 @@ class KeystoneTokens:
         known = await self._known_token(cloud, token)
         view = self._view(cloud, known, operation_id)
         return Principal(kind="keystone", actor=f"keystone:{cloud}:{known.info.user_id}", view=view)
+
+
+def _key(cloud: str, token: str) -> str:
+    return hashlib.sha256(f"{cloud}\0{token}".encode()).hexdigest()
 
 
 def keystone_tokens(settings: Settings) -> KeystoneTokens | None:
