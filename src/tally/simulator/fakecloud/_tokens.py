@@ -78,11 +78,11 @@ def register(
             if "admin" not in caller.roles:
                 raise forbidden("identity:list_projects")
             wanted = request.args.get("domain_id")
-            projects = [] if wanted not in (None, DOMAIN["id"]) else world_projects()
             own = (accounts.admin.project_id, accounts.admin.project_name)
+            projects = [] if wanted not in (None, DOMAIN["id"]) else [*world_projects(), own]
             listed = [
                 {"id": pid, "name": name, "domain_id": DOMAIN["id"], "is_domain": False, "enabled": True}
-                for pid, name in dict.fromkeys([*projects, own])
+                for pid, name in dict.fromkeys(projects)
             ]
             return json_response({"projects": listed, "links": {"self": f"{base_url()}/v3/projects"}})
 
