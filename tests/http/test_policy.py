@@ -1,4 +1,4 @@
-"""The keystone-token policy: its defaults, an operator's policy.yaml over them, and files refused at start."""
+"""The keystone-token policy: its defaults, an operator's policy.yaml over them, files refused at start."""
 
 from __future__ import annotations
 
