@@ -246,3 +246,37 @@ async def test_a_slow_keystone_is_503_within_the_timeout(store: Store, tmp_path:
         answer = await ks.get("/api/v1/events", token)
         assert answer.status_code == 503
         assert time.monotonic() - started < 3
+
+
+async def test_metrics_count_checks_hits_and_refusals_and_no_token_is_ever_written(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from prometheus_client import REGISTRY, generate_latest
+
+    def sample(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    caplog.set_level("DEBUG")
+    async with keystone_api(store, tmp_path) as ks:
+        token = await ks.tenant("alpha_reader")
+        valid = sample("tally_keystone_validations_total", cloud=CLOUD, outcome="valid")
+        hits = sample("tally_keystone_cache_hits_total", cloud=CLOUD)
+        unknown = sample("tally_keystone_refusals_total", reason="not_found")
+        malformed = sample("tally_keystone_refusals_total", reason="malformed")
+        for _ in range(3):
+            assert (await ks.get("/api/v1/events", token)).status_code == 200
+        assert (await ks.get("/api/v1/events", "gAAAAAunknown-token-value")).status_code == 401
+        assert (await ks.get("/api/v1/events", "bad token\x7f")).status_code == 401
+        assert sample("tally_keystone_validations_total", cloud=CLOUD, outcome="valid") == valid + 1
+        assert sample("tally_keystone_cache_hits_total", cloud=CLOUD) == hits + 2
+        assert sample("tally_keystone_refusals_total", reason="not_found") == unknown + 1
+        assert sample("tally_keystone_refusals_total", reason="malformed") == malformed + 1
+        exposition = generate_latest(REGISTRY).decode()
+        # Every line but the test's own client's (httpx): Tally's, keystoneauth's, requests'.
+        logged = "\n".join(
+            r.getMessage() for r in caplog.records if not r.name.startswith(("httpx", "httpcore"))
+        )
+        assert "GET /v3/auth/tokens" in logged  # the checks were logged at DEBUG, without the token
+        for secret in (token, "gAAAAAunknown-token-value"):
+            assert secret not in exposition
+            assert secret not in logged

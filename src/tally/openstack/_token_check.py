@@ -94,6 +94,8 @@ class TokenChecker:
                 headers=dict(headers),
                 raise_exc=False,
                 timeout=self._timeout_s,
+                # keystone's 404 repeats the token ("Could not find token: <id>"): never in a log line.
+                log=False,
             )
         except ks_exceptions.ClientException as exc:
             # Connection refused, a timeout, the service credential refused while authenticating.
