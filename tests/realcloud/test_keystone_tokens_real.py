@@ -10,6 +10,10 @@ credential's expires_at); a revoked one is revoked with DELETE /v3/auth/tokens.
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -22,12 +26,13 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+import yaml
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
 import openstack
 from tally.config import Settings
-from tally.http import KeystoneTokens, ReportingServices, TallyPolicy, create_reporting_app
+from tally.http import KeystoneTokens, ReportingServices, TallyPolicy, create_reporting_app, serve_quart
 from tally.ingest import IngestPipeline
 from tally.openstack import TokenChecker, resolve_cloud
 from tally.store import hash_secret, open_store
@@ -239,3 +244,59 @@ async def test_revoked_and_expired_tokens_against_the_real_keystone(
         started = time.monotonic()
         garbage = await client.get("/api/v1/events", headers={"X-Auth-Token": "gAAAAAnot-a-token"})
         assert garbage.status_code == 401 and time.monotonic() - started < 10
+
+
+def guide_block(which: str) -> str:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "reporting-api.md").read_text()
+    found = re.search(rf"<!-- keystone-guide: {which} -->\n```sh\n(.*?)```", text, re.S)
+    assert found is not None, which
+    return found.group(1)
+
+
+def tenant_clouds_yaml(directory: Path, tenants: Tenants, name: str) -> Path:
+    user_id, password = tenants.passwords[name]
+    entry = {
+        "auth_url": tenants.auth_url,
+        "user_id": user_id,
+        "password": password,
+        "project_id": tenants.alpha,
+    }
+    path = directory / "tenant-clouds.yaml"
+    path.write_text(yaml.safe_dump({"clouds": {"tenant": {"auth": entry, "region_name": "RegionOne"}}}))
+    return path
+
+
+async def test_the_guide_registers_tally_and_a_tenant_reads_with_its_token(
+    devcloud: dict[str, Any], tenants: Tenants, tmp_path: Path
+) -> None:
+    tenant_yaml = tenant_clouds_yaml(tmp_path, tenants, "alpha_reader")
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+    admin_env = {
+        **os.environ,
+        "PATH": path,
+        "OS_CLIENT_CONFIG_FILE": devcloud["clouds_yaml"],
+        "OS_CLOUD": devcloud["cloud"],
+    }
+    async with tally(devcloud, tenants, tmp_path) as client, anyio.create_task_group() as tg:
+        port = await tg.start(serve_quart, client.app, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            await anyio.run_process(
+                ["bash", "-euo", "pipefail", "-c", guide_block("operator")],
+                env={**admin_env, "TALLY_URL": url},
+            )
+            tenant_env = {
+                **os.environ,
+                "PATH": path,
+                "OS_CLIENT_CONFIG_FILE": str(tenant_yaml),
+                "OS_CLOUD": "tenant",
+            }
+            done = await anyio.run_process(
+                ["bash", "-euo", "pipefail", "-c", guide_block("tenant")], env=tenant_env
+            )
+            answer = json.loads(done.stdout)
+            # Alpha's one instance: beta's would make it two creates.
+            assert [(i["resource_type"], i["creates"]) for i in answer["items"]] == [("instance", 1)]
+        finally:
+            await anyio.run_process(["openstack", "service", "delete", "tally"], env=admin_env, check=False)
+            tg.cancel_scope.cancel()
