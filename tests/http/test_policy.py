@@ -109,3 +109,24 @@ def test_the_cli_prints_the_defaults_and_the_daemon_refuses_a_bad_file(tmp_path:
     ran = subprocess.run([*tally, "run"], capture_output=True, text=True, env=env, timeout=60, check=False)
     assert ran.returncode == 2
     assert ran.stderr.strip() == f"tally: {bad}: unknown rule 'tally:nope' (tally policy-defaults lists them)"
+
+
+def test_the_daemon_refuses_a_keystone_entry_clouds_yaml_lacks(tmp_path: Path) -> None:
+    clouds = tmp_path / "tally-clouds.yaml"
+    clouds.write_text(
+        "clouds:\n  - {cloud: os-x, platform: openstack, adapter: openstack, adapter_config: {os_cloud: a},"
+        " keystone: {os_cloud: tally-service}}\n"
+    )
+    clouds_yaml = tmp_path / "clouds.yaml"
+    clouds_yaml.write_text("clouds: {a: {auth: {auth_url: 'http://127.0.0.1:9/v3'}}}\n")
+    env = {
+        **os.environ,
+        "TALLY_REPORTING_CLOUDS_CONFIG": str(clouds),
+        "OS_CLIENT_CONFIG_FILE": str(clouds_yaml),
+    }
+    ran = subprocess.run(
+        [sys.executable, "-m", "tally.daemon.cli", "run"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert ran.returncode == 2
+    [line] = ran.stderr.strip().splitlines()
+    assert line.startswith("tally: ") and "tally-service" in line

@@ -39,11 +39,13 @@ def _run(args: argparse.Namespace) -> int:
     settings = _settings_or_exit(check_clouds=True)
     if settings is None:
         return 2
-    from tally.http import PolicyFileError, TallyPolicy
+    from tally.http import PolicyFileError, keystone_tokens
+    from tally.reconcile import RunAborted
 
     try:
-        TallyPolicy(settings.reporting_policy_file)  # refused before anything starts, in one line
-    except PolicyFileError as exc:
+        # The policy file and each keystone's clouds.yaml entry: refused before anything starts, in one line.
+        keystone_tokens(settings)
+    except (PolicyFileError, RunAborted, CloudsConfigError) as exc:
         print(f"tally: {exc}", file=sys.stderr)
         return 2
     setup_logging(settings.log_level, settings.log_format)

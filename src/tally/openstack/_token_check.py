@@ -116,7 +116,13 @@ class TokenChecker:
             raise KeystoneUnavailable(
                 f"keystone of {self._cloud.entry!r} answered {response.status_code} to a token check"
             )
-        return token_info(response.json())
+        try:
+            return token_info(response.json())
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            # Not keystone's document (a proxy's page, a truncated body): no answer, never a pass.
+            raise KeystoneUnavailable(
+                f"keystone of {self._cloud.entry!r} answered no token document ({type(exc).__name__})"
+            ) from None
 
     def _domain_projects_blocking(self, domain_id: str) -> frozenset[str]:
         response = self._get_blocking(f"/projects?domain_id={quote(domain_id, safe='')}", {})
@@ -124,7 +130,12 @@ class TokenChecker:
             raise KeystoneUnavailable(
                 f"keystone of {self._cloud.entry!r} answered {response.status_code} to a project listing"
             )
-        return frozenset(str(p["id"]) for p in response.json().get("projects") or ())
+        try:
+            return frozenset(str(p["id"]) for p in response.json().get("projects") or ())
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise KeystoneUnavailable(
+                f"keystone of {self._cloud.entry!r} answered no project list ({type(exc).__name__})"
+            ) from None
 
     async def check(self, subject: str) -> TokenInfo | None:
         """The token's holder, or None when keystone does not know the token (unknown, revoked, expired)."""
