@@ -40,9 +40,7 @@ T = TypeVar("T")
 def refused(reason: str, detail: str) -> Problem:
     KEYSTONE_REFUSALS.labels(reason).inc()
     log.info("keystone token refused reason=%s", reason)
-    return Problem(
-        "unauthorized", detail, headers={"WWW-Authenticate": 'Keystone uri="", Bearer realm="tally"'}
-    )
+    return Problem("unauthorized", detail, headers={"WWW-Authenticate": 'Bearer realm="tally"'})
 
 
 def forbidden(reason: str, detail: str) -> Problem:
@@ -69,10 +67,6 @@ class KeystoneTokens:
         self._cache_s = cache_s
         self._size = size
         self._known: dict[str, _Known] = {}
-
-    @property
-    def clouds(self) -> frozenset[str]:
-        return frozenset(self._checkers)
 
     def _cloud(self, hint: str | None) -> str:
         if hint is not None:
