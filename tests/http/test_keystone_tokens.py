@@ -113,6 +113,14 @@ async def test_a_domain_reader_reads_each_project_of_its_domain(store: Store, tm
         grouped = await items(ks, f"/api/v1/usage?{WINDOW}&group_by=project_id,resource_type", token)
         assert projects_of(grouped) == {ks.alpha, ks.beta}
         assert len(grouped) == 4, grouped  # a subtotal per project and type
+        csv = await ks.api.client.get(
+            f"/api/v1/usage?{WINDOW}&group_by=project_id",
+            headers={"X-Auth-Token": token, "Accept": "text/csv"},
+        )
+        lines = (await csv.get_data(as_text=True)).strip().splitlines()
+        # The header, then a line per type and project (the export's lines always name the type).
+        assert csv.status_code == 200 and len(lines) == 5, lines
+        assert {line.split(",")[1] for line in lines[1:]} == {ks.alpha, ks.beta}
 
 
 async def test_an_admin_reads_every_project_of_its_cloud(store: Store, tmp_path: Path) -> None:
