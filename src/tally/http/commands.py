@@ -84,7 +84,7 @@ def register(subparsers: Any) -> None:
     _list_and_revoke(cred_sub, "ingest credential", list_ingest_credentials, revoke_ingest_credential)
 
     defaults = subparsers.add_parser(
-        "policy-defaults", help="print the keystone-token policy's default rules (a commented policy.yaml)"
+        "policy-defaults", help="print the keystone-token policy's default rules"
     )
     defaults.set_defaults(handler=print_policy_defaults)
 
