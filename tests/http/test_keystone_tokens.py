@@ -288,3 +288,36 @@ async def test_metrics_count_checks_hits_and_refusals_and_no_token_is_ever_writt
         for secret in (token, "gAAAAAunknown-token-value"):
             assert secret not in exposition
             assert secret not in logged
+
+
+async def test_even_an_admins_token_reads_only_its_own_clouds_rows(store: Store, tmp_path: Path) -> None:
+    from http_support import event
+
+    from tally.store import hash_secret
+
+    async with keystone_api(store, tmp_path) as ks:
+        await store.create_ingest_credential(
+            platform="openstack", cloud="os-other", token_hash=hash_secret("other")
+        )
+        posted = await ks.api.post(
+            "/api/v1/events", "other", json=[event("vm-o", cloud="os-other", project_id=ks.alpha)]
+        )
+        assert (await posted.get_json())["accepted"] == 1
+        await ks.api.post(
+            "/api/v1/projects",
+            json={"platform": "openstack", "cloud": "os-other", "external_id": ks.alpha, "name": "elsewhere"},
+        )
+        token = await ks.tenant("admin")
+        for path in (*LISTINGS, "/api/v1/projects"):
+            answer = await ks.get(path, token)
+            assert answer.status_code == 200, path
+            assert {item["cloud"] for item in (await answer.get_json())["items"] if "cloud" in item} <= {
+                CLOUD
+            }, path
+        events = await items(ks, "/api/v1/events", token)
+        assert "vm-o" not in {e["resource_id"] for e in events}
+        reader = await ks.tenant("alpha_reader")
+        # The same project id in another cloud is another project: not the token's.
+        assert "vm-o" not in {e["resource_id"] for e in await items(ks, "/api/v1/events", reader)}
+        other = await ks.get("/api/v1/resources/os-other/instance/vm-o/lifecycle", reader)
+        assert other.status_code == 401  # os-other takes no keystone token: this token is foreign there
