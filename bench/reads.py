@@ -13,6 +13,13 @@ each a process of its own served by Hypercorn as the daemon serves the Reporting
   authentication, no validation, no metrics and no Quart.
 Before measuring, both answer one page of each listing and the items must be equal.
 
+With ``--keystone`` the api server also takes keystone tokens of cloud ``os-bench``, checked by the
+fake cloud's keystone (``keystone``: a process of its own serving ``tally.simulator``'s fake cloud) with
+a service credential from a clouds.yaml, as a deployment's clouds config names it; and each round also
+measures ``api-ks``: the same api server read with an admin's keystone token in ``X-Auth-Token``,
+answered from the cache of valid tokens once the first request checked it. ``RATIO
+reads_<listing>_c<C>_keystone_vs_tally`` is the median of api-ks's rate over api's (target >= 0.9).
+
 A separate load process (several with ``--client-procs``) keeps C keep-alive connections busy, each
 sending its next request as soon as the answer is in, for ``--seconds`` after a short warm-up, and
 counts answers and latencies; any answer but 200 fails the run. Rounds alternate the order of floor
@@ -32,7 +39,7 @@ rate ratio over one-second runs swings with them; CPU per page is what load move
 when a target is missed.
 
     .venv/bin/python -m bench.reads [--quick] [--events N] [--rounds R] [--seconds S]
-                                    [--connections 4,16,64] [--client-procs P]
+                                    [--connections 4,16,64] [--client-procs P] [--keystone]
 """
 
 from __future__ import annotations
@@ -45,8 +52,10 @@ import secrets
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +68,10 @@ from bench.ingest import BATCH, make_events
 from bench.scratch_db import scratch_database
 from tally.config import Settings
 from tally.daemon import tune_garbage_collector
-from tally.http import ReportingServices, create_reporting_app, serve_quart
+from tally.http import KeystoneTokens, ReportingServices, TallyPolicy, create_reporting_app, serve_quart
 from tally.ingest import IngestPipeline
+from tally.openstack import TokenChecker, resolve_cloud
+from tally.simulator.fakecloud import serve_fake_cloud
 from tally.store import hash_secret, open_store
 from tally.store._pg_pages import (
     EVENT_JSON_SELECT,
@@ -82,6 +93,8 @@ TARGET_RPS = 1000.0
 TARGET_P99_MS = 30.0
 TARGET_RATIO = 0.5
 QUICK_RATIO = 0.6
+KEYSTONE_RATIO = 0.9
+KEYSTONE_CLOUDS_YAML = "TALLY_BENCH_KEYSTONE_CLOUDS_YAML"  # the api server's service credential
 
 # -- the floor: the same SQL behind a minimal ASGI app --------------------------------------------------
 # The statements the store sends for an unfiltered first page, and its rows-to-objects step: the floor
@@ -133,9 +146,14 @@ async def serve(kind: str, url: str) -> None:
             store = await stack.enter_async_context(open_store(url, max_conns=POOL_SIZE))
             settings = Settings(reporting_internal_token=None)
             services = ReportingServices(
-                store=store, pipeline=IngestPipeline(store, require_size_schema=False), settings=settings
+                store=store,
+                pipeline=IngestPipeline(store, require_size_schema=False),
+                settings=settings,
+                keystone=_keystone_tokens(),
             )
             port = await tg.start(serve_quart, create_reporting_app(services), "127.0.0.1", 0)
+        elif kind == "keystone":
+            port = await tg.start(serve_fake_cloud, _fake_keystone())
         elif kind == "floor":
             pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
                 url,
@@ -152,6 +170,44 @@ async def serve(kind: str, url: str) -> None:
         print(port, flush=True)
         await anyio.to_thread.run_sync(sys.stdin.read)  # the parent closes stdin to stop us
         tg.cancel_scope.cancel()
+
+
+def _keystone_tokens() -> KeystoneTokens | None:
+    clouds_yaml = os.environ.get(KEYSTONE_CLOUDS_YAML)
+    if not clouds_yaml:
+        return None
+    cloud = resolve_cloud("admin", env={"OS_CLIENT_CONFIG_FILE": clouds_yaml})
+    return KeystoneTokens({"os-bench": TokenChecker(cloud, timeout_s=5)}, TallyPolicy(), cache_s=300)
+
+
+def _fake_keystone() -> Any:
+    from tally.simulator import WorldBuilder, create_fake_cloud_app
+
+    builder = WorldBuilder(
+        cloud="os-bench",
+        period_from=datetime(2026, 1, 1, tzinfo=UTC),
+        period_to=datetime(2026, 2, 1, tzinfo=UTC),
+    )
+    builder.project("bench")
+    return create_fake_cloud_app(builder.build())
+
+
+def keystone_token(port: int, directory: Path) -> tuple[str, Path]:
+    """An admin's keystone token of the fake keystone on ``port``, and the clouds.yaml naming it."""
+    import httpx
+    import yaml
+
+    from tally.simulator.fakecloud import ADMIN_PASSWORD, ADMIN_USER, admin_cloud_entry
+
+    auth_url = f"http://127.0.0.1:{port}/v3"
+    clouds_yaml = directory / "clouds.yaml"
+    clouds_yaml.write_text(yaml.safe_dump({"clouds": {"admin": admin_cloud_entry(auth_url)}}))
+    password = {"user": {"name": ADMIN_USER, "domain": {"name": "Default"}, "password": ADMIN_PASSWORD}}
+    scope = {"project": {"name": "service", "domain": {"name": "Default"}}}
+    body = {"auth": {"identity": {"methods": ["password"], "password": password}, "scope": scope}}
+    answer = httpx.post(f"{auth_url}/auth/tokens", json=body)
+    answer.raise_for_status()
+    return answer.headers["X-Subject-Token"], clouds_yaml
 
 
 async def serve_canned(size: int, *, task_status: Any) -> None:
@@ -231,10 +287,16 @@ class _Results:
             self.latencies.append(latency)
 
 
+def auth_header(token: str) -> str:
+    """``ks:<token>`` is a keystone token, sent in X-Auth-Token; any other a Tally token."""
+    if token.startswith("ks:"):
+        return f"x-auth-token: {token[3:]}"
+    return f"authorization: Bearer {token}"
+
+
 async def run_load(port: int, path: str, connections: int, seconds: float, token: str) -> dict[str, Any]:
     request = (
-        f"GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {token}\r\n"
-        "accept: application/json\r\n\r\n"
+        f"GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n{auth_header(token)}\r\naccept: application/json\r\n\r\n"
     ).encode()
     results = _Results()
     loop = asyncio.get_running_loop()
@@ -300,11 +362,12 @@ class Servers:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.ports: dict[str, int] = {}
 
-    def start(self, kind: str, arg: str) -> None:
+    def start(self, kind: str, arg: str, env: dict[str, str] | None = None) -> None:
         proc = subprocess.Popen(
             [sys.executable, "-m", "bench.reads", "--serve", kind, arg],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
         )
         self.procs[kind] = proc
         assert proc.stdout is not None
@@ -350,10 +413,12 @@ def load(port: int, path: str, connections: int, seconds: float, token: str, pro
 def measure(
     servers: Servers, kind: str, admin: psycopg.Connection[Any], database: str, run: dict[str, Any]
 ) -> Measured:
-    server_pid = servers.procs[kind].pid
+    server_pid = servers.procs["api" if kind == "api-ks" else kind].pid
     pg_before = _backend_cpu(admin, database)
     cpu_before = _cpu_seconds(server_pid)
-    result = load(servers.ports[kind], **run)
+    port = servers.ports["api" if kind == "api-ks" else kind]
+    given = {k: v for k, v in run.items() if k != "keystone"}
+    result = load(port, **{**given, "token": run["keystone"] if kind == "api-ks" else run["token"]})
     cpu = _cpu_seconds(server_pid) - cpu_before
     # A backend opened during the run counts whole; one closed during it is missed (pools seldom close).
     pg_after = _backend_cpu(admin, database) if kind != "canned" else {}
@@ -389,21 +454,26 @@ async def fill(url: str, events: int) -> str:
     return token
 
 
-def check_same_pages(servers: Servers, token: str) -> int:
-    """Both servers answer the same items for each listing; the size of the larger page."""
+def check_same_pages(servers: Servers, token: str, keystone: str | None) -> int:
+    """Both servers (and the api read with a keystone token) answer the same items for each listing;
+    the size of the larger page."""
     import httpx
 
     largest = 0
     for path in LISTINGS.values():
         pages = {}
-        for kind in ("api", "floor"):
-            answer = httpx.get(
-                f"http://127.0.0.1:{servers.ports[kind]}{path}", headers={"Authorization": f"Bearer {token}"}
-            )
+        reads = [("api", token), ("floor", token)] + ([("api-ks", keystone)] if keystone else [])
+        for kind, secret in reads:
+            name, value = auth_header(secret).split(": ", 1)
+            port = servers.ports["api" if kind == "api-ks" else kind]
+            answer = httpx.get(f"http://127.0.0.1:{port}{path}", headers={name: value})
             answer.raise_for_status()
             pages[kind] = orjson.loads(answer.content)
             largest = max(largest, len(answer.content))
-        if pages["api"]["items"] != pages["floor"]["items"] or len(pages["api"]["items"]) != PAGE:
+        if (
+            any(p["items"] != pages["floor"]["items"] for p in pages.values())
+            or len(pages["api"]["items"]) != PAGE
+        ):
             raise SystemExit(f"bench.reads: the api and the floor answer different pages on {path}")
         if pages["api"]["next_cursor"] is None:
             raise SystemExit(f"bench.reads: {path} has a single page: fill more events")
@@ -414,6 +484,18 @@ def report(rows: dict[tuple[str, int, str], list[Measured]], quick: bool) -> boo
     """Print the RATIO lines of the medians; whether every target was met."""
     ok = True
     for (listing, conns, kind), measured in sorted(rows.items()):
+        if kind == "api-ks":
+            tally = rows[(listing, conns, "api")]
+            versus = statistics.median(k.rps / t.rps for k, t in zip(measured, tally, strict=True))
+            cpu_versus = statistics.median(
+                t.server_us / k.server_us for k, t in zip(measured, tally, strict=True)
+            )
+            print(f"RATIO reads_{listing}_c{conns}_keystone_vs_tally={versus:.3f}")
+            print(f"RATIO reads_{listing}_c{conns}_keystone_cpu_vs_tally={cpu_versus:.3f}")
+            if conns == 16 and not quick and versus < KEYSTONE_RATIO:
+                ok = False
+                print(f"MISSED {listing} at 16 connections: keystone tokens at {versus:.3f} of Tally's rate")
+            continue
         if kind != "api":
             continue
         floor = rows[(listing, conns, "floor")]
@@ -457,13 +539,22 @@ def main(args: argparse.Namespace) -> int:
         flush=True,
     )
     rows: dict[tuple[str, int, str], list[Measured]] = {}
-    with scratch_database(PG_ADMIN, "tally_bench_reads") as (name, url):
+    with (
+        scratch_database(PG_ADMIN, "tally_bench_reads") as (name, url),
+        tempfile.TemporaryDirectory() as scratch,
+    ):
         token = anyio.run(fill, url, events)
         servers = Servers()
+        keystone: str | None = None
         try:
-            servers.start("api", url)
+            api_env = {}
+            if args.keystone:
+                servers.start("keystone", "")
+                secret, clouds_yaml = keystone_token(servers.ports["keystone"], Path(scratch))
+                keystone, api_env = f"ks:{secret}", {KEYSTONE_CLOUDS_YAML: str(clouds_yaml)}
+            servers.start("api", url, api_env)
             servers.start("floor", url)
-            page_size = check_same_pages(servers, token)
+            page_size = check_same_pages(servers, token, keystone)
             servers.start("canned", str(page_size))
             print(
                 f"{'round':>5} {'listing':<10}{'conns':>6} {'target':<7}{'req/s':>8}{'p50 ms':>8}"
@@ -478,9 +569,12 @@ def main(args: argparse.Namespace) -> int:
                                 "connections": conns,
                                 "seconds": seconds,
                                 "token": token,
+                                "keystone": keystone,
                                 "procs": args.client_procs,
                             }
                             order = ["floor", "api"] if number % 2 else ["api", "floor"]
+                            if keystone:
+                                order.insert(1 if number % 2 else 0, "api-ks")
                             for kind in [*order, "canned"] if listing == "events" else order:
                                 m = measure(servers, kind, admin, name, run)
                                 rows.setdefault((listing, conns, kind), []).append(m)
@@ -508,6 +602,7 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=0.0, help="measured seconds per run (3; quick 1)")
     parser.add_argument("--connections", default="", help="comma-separated (default 4,16,64; quick 16)")
     parser.add_argument("--client-procs", type=int, default=1, help="load processes (default 1)")
+    parser.add_argument("--keystone", action="store_true", help="also read with keystone tokens (api-ks)")
     parser.add_argument("--serve", nargs=2, metavar=("KIND", "ARG"), help=argparse.SUPPRESS)
     parser.add_argument(
         "--client", nargs=5, metavar=("PORT", "PATH", "C", "S", "TOKEN"), help=argparse.SUPPRESS

@@ -15,6 +15,7 @@ from quart.typing import TestClientProtocol
 
 from tally.config import Settings
 from tally.http import (
+    KeystoneTokens,
     Readiness,
     ReportingServices,
     SyncRunner,
@@ -63,6 +64,7 @@ async def build_api(
     runner: SyncRunner | None = None,
     require_size_schema: bool = False,
     seed: bool = True,
+    keystone: KeystoneTokens | None = None,
     **settings: Any,
 ) -> Api:
     """An app over ``store``; ``seed`` creates the admin, reader and ingest secrets (once per store)."""
@@ -71,6 +73,7 @@ async def build_api(
         pipeline=IngestPipeline(store, require_size_schema=require_size_schema),
         settings=make_settings(**settings),
         sync_runner=runner,
+        keystone=keystone,
     )
     app = create_reporting_app(services)
     app.register_blueprint(health_blueprint(Readiness()))  # as the daemon serves it

@@ -57,6 +57,20 @@ def test_clouds_config_parses_strictly() -> None:
     assert parse_clouds_config({"clouds": [entry_doc(sync_interval_s=0)]})[0].sync_interval_s == 0
 
 
+def test_clouds_config_names_the_keystone_checking_a_clouds_tokens() -> None:
+    (plain,) = parse_clouds_config({"clouds": [entry_doc()]})
+    assert plain.keystone_os_cloud is None
+    (entry,) = parse_clouds_config({"clouds": [entry_doc(keystone={"os_cloud": "tally-service"})]})
+    assert entry.keystone_os_cloud == "tally-service"
+    for bad, named in (
+        ({"os_clud": "x"}, "unknown key 'os_clud'"),
+        ("x", "mapping"),
+        ({"os_cloud": ""}, "os_cloud"),
+    ):
+        with pytest.raises(CloudsConfigError, match=named):
+            parse_clouds_config({"clouds": [entry_doc(keystone=bad)]})
+
+
 def test_load_clouds_config_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "clouds-config.yaml"
     path.write_text("clouds:\n  - cloud: x\n    platform: openstack\n    adapter: openstack\n    extra: 1\n")

@@ -8,6 +8,8 @@
         adapter: openstack
         adapter_config: {os_cloud: os-prod-eu1, include_octavia: true}
         sync_interval_s: 600        # ours: the built-in scheduler's interval; 0 = only on request
+        keystone: {os_cloud: tally-service}  # ours: this cloud's tenants read with keystone tokens,
+                                    # checked by that clouds.yaml entry's keystone (a service credential)
 
 Parsing is strict: a key this file does not define is refused with the key
 named, so a misspelling is learnt rather than silently ignored. The cloud, its
@@ -25,7 +27,7 @@ from typing import Any
 
 import yaml
 
-ENTRY_KEYS = ("cloud", "platform", "adapter", "adapter_config", "sync_interval_s")
+ENTRY_KEYS = ("cloud", "platform", "adapter", "adapter_config", "sync_interval_s", "keystone")
 KNOWN_ADAPTERS = frozenset({"openstack"})
 RESERVED = frozenset({"meta", "partner"})
 DEFAULT_SYNC_INTERVAL_S = 600
@@ -45,6 +47,7 @@ class CloudEntry:
     adapter: str
     adapter_config: Mapping[str, Any] = field(default_factory=dict)
     sync_interval_s: int = DEFAULT_SYNC_INTERVAL_S
+    keystone_os_cloud: str | None = None  # the clouds.yaml entry checking this cloud's keystone tokens
 
 
 def _text(entry: Mapping[str, Any], key: str, where: str) -> str:
@@ -52,6 +55,17 @@ def _text(entry: Mapping[str, Any], key: str, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise CloudsConfigError(f"{where}: {key} must be a non-empty string")
     return value
+
+
+def _keystone(value: object, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise CloudsConfigError(f"{where}: keystone must be a mapping with os_cloud")
+    for key in value:
+        if key != "os_cloud":
+            raise CloudsConfigError(f"{where}: keystone: unknown key {key!r}")
+    return _text(value, "os_cloud", f"{where}: keystone")
 
 
 def parse_clouds_config(document: object, *, source: str = "clouds config") -> tuple[CloudEntry, ...]:
@@ -100,7 +114,8 @@ def parse_clouds_config(document: object, *, source: str = "clouds config") -> t
             raise CloudsConfigError(
                 f"{where}: sync_interval_s must be an integer from 0 to {MAX_SYNC_INTERVAL_S}"
             )
-        entries.append(CloudEntry(cloud, platform, adapter, dict(adapter_config), interval))
+        keystone = _keystone(item.get("keystone"), where)
+        entries.append(CloudEntry(cloud, platform, adapter, dict(adapter_config), interval, keystone))
     return tuple(entries)
 
 

@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     ingest_require_size_schema: bool = False
     reporting_attributing_relation_types: str = "infrastructure_tenant"
     reporting_clouds_config: Path | None = None
+    reporting_policy_file: Path | None = None
+    reporting_keystone_cache_s: int = Field(300, ge=0, le=86400)
+    reporting_keystone_timeout_s: float = Field(5.0, gt=0, le=120)
     reporting_sync_allow_at: bool = False
     reporting_sync_budget_s: int = Field(45, ge=1, le=86400)
     reporting_sync_settle_s: int = Field(60, ge=0, le=3600)

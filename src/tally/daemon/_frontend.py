@@ -18,7 +18,14 @@ from quart import Quart
 
 from tally.actors import ActorContext, ChildSpec
 from tally.config import Settings
-from tally.http import Readiness, ReportingServices, create_reporting_app, health_blueprint, serve_quart
+from tally.http import (
+    Readiness,
+    ReportingServices,
+    create_reporting_app,
+    health_blueprint,
+    keystone_tokens,
+    serve_quart,
+)
 
 from ._backbone import Backbone
 
@@ -64,7 +71,11 @@ def health_app(settings: Settings, readiness: Readiness) -> Quart:
 def reporting_app(settings: Settings, readiness: Readiness, backbone: Backbone) -> Quart:
     """The Reporting API over the backbone, with the health endpoints on the same port."""
     services = ReportingServices(
-        store=backbone.store, pipeline=backbone.pipeline, settings=settings, sync_runner=backbone.sync
+        store=backbone.store,
+        pipeline=backbone.pipeline,
+        settings=settings,
+        sync_runner=backbone.sync,
+        keystone=keystone_tokens(settings),
     )
     app = create_reporting_app(services)
     app.register_blueprint(health_blueprint(readiness, metrics_enabled=settings.metrics_enabled))

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("tally.daemon.commands", "inspect the settings"),
     "token": ("tally.http.commands", "API tokens of the Reporting API"),
     "ingest-credential": ("tally.http.commands", "ingest credentials of POST /api/v1/events"),
+    "policy-defaults": ("tally.http.commands", "print the keystone-token policy's default rules"),
     "simulator": ("tally.simulator.commands", "the simulated month and its fake OpenStack cloud"),
     "simulate": (
         "tally.simulator.run_commands",

@@ -39,6 +39,15 @@ def _run(args: argparse.Namespace) -> int:
     settings = _settings_or_exit(check_clouds=True)
     if settings is None:
         return 2
+    from tally.http import PolicyFileError, keystone_tokens
+    from tally.reconcile import RunAborted
+
+    try:
+        # The policy file and each keystone's clouds.yaml entry: refused before anything starts, in one line.
+        keystone_tokens(settings)
+    except (PolicyFileError, RunAborted, CloudsConfigError) as exc:
+        print(f"tally: {exc}", file=sys.stderr)
+        return 2
     setup_logging(settings.log_level, settings.log_format)
     from ._run import run_daemon  # the HTTP stack is imported only when the daemon really runs
 

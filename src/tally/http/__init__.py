@@ -5,6 +5,10 @@ from ._health import CheckResult as CheckResult
 from ._health import Readiness as Readiness
 from ._health import ReadinessCheck as ReadinessCheck
 from ._health import health_blueprint as health_blueprint
+from ._keystone import KeystoneTokens as KeystoneTokens
+from ._keystone import keystone_tokens as keystone_tokens
+from ._policy import PolicyFileError as PolicyFileError
+from ._policy import TallyPolicy as TallyPolicy
 from ._problems import Problem as Problem
 from ._services import ReportingServices as ReportingServices
 from ._serving import listen_socket as listen_socket
@@ -17,6 +21,8 @@ from ._sync_runner import UnknownCloud as UnknownCloud
 
 __all__ = [
     "CheckResult",
+    "KeystoneTokens",
+    "PolicyFileError",
     "Problem",
     "Readiness",
     "ReadinessCheck",
@@ -25,9 +31,11 @@ __all__ = [
     "SyncNotStarted",
     "SyncOutcome",
     "SyncRunner",
+    "TallyPolicy",
     "UnknownCloud",
     "create_reporting_app",
     "health_blueprint",
+    "keystone_tokens",
     "listen_socket",
     "serve_quart",
 ]

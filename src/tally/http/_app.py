@@ -43,7 +43,7 @@ from ._answering import (
     request_id_of,
     unavailable_problem,
 )
-from ._auth import authenticate
+from ._auth import KeystoneAsk, authenticate
 from ._contract import Call, Operation, parse_body, parse_query
 from ._json import FastJSONProvider, NumbersChecked
 from ._lean import LeanLane
@@ -119,7 +119,14 @@ def _bind(op: Operation, services: ReportingServices) -> Any:
 
     async def view(**path: str) -> Any:
         path = _check_path(op, path)
-        principal = await authenticate(op.auth, services, request.headers.get("Authorization", ""))
+        ask = KeystoneAsk(
+            request.headers.get("X-Auth-Token", ""),
+            path.get("cloud") or request.args.get("cloud"),
+            op.operation_id,
+        )
+        principal = await authenticate(
+            op.auth, services, request.headers.get("Authorization", ""), keystone=ask
+        )
         query = parse_query(op.query, request.args)
         raw, body = b"", None
         if reads_body:

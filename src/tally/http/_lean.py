@@ -34,7 +34,7 @@ from ._answering import (
     request_id_of,
     unavailable_problem,
 )
-from ._auth import api_token_refused, authenticate
+from ._auth import KeystoneAsk, api_token_refused, authenticate
 from ._contract import Call, Operation, parse_query
 from ._metrics import HTTP_DURATION, HTTP_REQUESTS
 from ._problems import PROBLEM_CONTENT_TYPE, Problem
@@ -85,18 +85,25 @@ class LeanLane:
         started = time.perf_counter()
         authorization: str | None = None
         given: str | None = None
+        x_auth_token = ""
         for name, value in scope["headers"]:
             lowered = name.lower()
             if lowered == b"authorization" and authorization is None:
                 authorization = value.decode("latin-1")
+            elif lowered == b"x-auth-token" and not x_auth_token:
+                x_auth_token = value.decode("latin-1")
             elif lowered == b"x-request-id" and given is None:
                 given = value.decode("latin-1")
         request_id = request_id_of(given or "")
         known = self._services.known_tokens
         principal = None
         try:
-            principal = await authenticate(op.auth, self._services, authorization or "", known=known)
-            query = parse_query(op.query, _query_args(scope["query_string"]))
+            args = _query_args(scope["query_string"])
+            ask = KeystoneAsk(x_auth_token, args.get("cloud"), op.operation_id)
+            principal = await authenticate(
+                op.auth, self._services, authorization or "", known=known, keystone=ask
+            )
+            query = parse_query(op.query, args)
             result = await op.handler(
                 Call(services=self._services, path={}, query=query, body=None, principal=principal)
             )

@@ -21,3 +21,20 @@ HTTP_DURATION = Histogram(
     ["route"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0),
 )
+
+# Keystone tokens (``_keystone``): cloud labels come from the clouds config, reasons from a fixed set;
+# a token never appears in a label.
+KEYSTONE_VALIDATIONS = Counter(
+    "tally_keystone_validations_total",
+    "Keystone token checks sent to a cloud's keystone, by outcome (valid, not_found, unavailable)",
+    ["cloud", "outcome"],
+)
+KEYSTONE_CACHE_HITS = Counter(
+    "tally_keystone_cache_hits_total", "Keystone tokens answered from the cache of valid tokens", ["cloud"]
+)
+KEYSTONE_REFUSALS = Counter(
+    "tally_keystone_refusals_total",
+    "Requests with a keystone token refused, by reason (malformed, not_found, expired, foreign, no_cloud, "
+    "route, policy, unavailable)",
+    ["reason"],
+)

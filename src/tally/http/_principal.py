@@ -16,7 +16,16 @@ from typing import Literal
 from tally.ingest import IngestScope
 from tally.store import Project
 
-Kind = Literal["internal", "ingest", "api", "open"]
+Kind = Literal["internal", "ingest", "api", "open", "keystone"]
+
+
+@dataclass(frozen=True, slots=True)
+class CloudView:
+    """What a keystone token may read: the rows of ``cloud``, of the projects (keystone ids) in
+    ``projects``, or of every project of the cloud when ``projects`` is None."""
+
+    cloud: str
+    projects: frozenset[str] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +33,8 @@ class Principal:
     """An authenticated caller.
 
     Invariant: ``projects`` is None for every caller but an api token of role
-    ``project``, whose resources are limited to those (cloud, external_id) pairs.
+    ``project``, whose resources are limited to those (cloud, external_id) pairs; ``view`` is None
+    for every caller but a keystone token, whose reads are limited to it.
     """
 
     kind: Kind
@@ -36,12 +46,16 @@ class Principal:
     # The token's hash when this principal was recalled (``KnownTokens``) instead of looked up: the
     # handler must read as the token (the filters' ``readable_by``), which checks it in the same statement.
     recalled: str | None = None
+    view: CloudView | None = None
 
     @property
     def restricted(self) -> bool:
-        return self.projects is not None
+        return self.projects is not None or self.view is not None
 
     def owns(self, cloud: str, project_external_id: str) -> bool:
+        if self.view is not None:
+            seen = self.view.projects
+            return cloud == self.view.cloud and (seen is None or project_external_id in seen)
         if self.projects is None:
             return True
         return any(p.cloud == cloud and p.external_id == project_external_id for p in self.projects)

@@ -26,7 +26,7 @@ from ._models import (
     SummaryAnswer,
     SummaryQuery,
 )
-from ._principal import Principal
+from ._principal import CloudView, Principal
 from ._problems import Problem, invalid
 from ._routes_usage import checked_window
 from ._serialize import project_json, relation_json
@@ -42,9 +42,31 @@ async def _project(call: Call) -> Project:
     principal: Principal = call.principal
     project_id = call.path["id"]
     found = await call.services.store.get_project(project_id)
-    if found is None or (principal.restricted and project_id not in principal.project_ids):
+    # One answer for a project that does not exist and one the caller may not see: nothing leaks.
+    if found is None or not principal.owns(found.cloud, found.external_id):
         raise Problem("not_found", f"no project {project_id}")
     return found
+
+
+async def _viewed_projects(call: Call, view: CloudView) -> dict[str, Any] | None:
+    """The projects Tally knows of a keystone token limited to some projects (None: every project of
+    its cloud, which the listing pages through)."""
+    q: ProjectsQuery = call.query
+    if view.projects is None:
+        return None
+    found = (
+        []
+        if q.cloud not in (None, view.cloud)
+        else [
+            await call.services.store.find_project(view.cloud, external_id)
+            for external_id in sorted(view.projects)
+        ]
+    )
+    own = sorted(
+        (p for p in found if p is not None and (q.platform is None or p.platform == q.platform)),
+        key=lambda p: p.id,
+    )
+    return {"items": [project_json(p) for p in own], "next_cursor": None}
 
 
 @router.route(
@@ -58,6 +80,14 @@ async def _project(call: Call) -> Project:
 async def list_projects(call: Call) -> Any:
     q: ProjectsQuery = call.query
     principal: Principal = call.principal
+    cloud = q.cloud
+    if principal.view is not None:
+        listed = await _viewed_projects(call, principal.view)
+        if listed is not None:
+            return listed
+        if cloud not in (None, principal.view.cloud):
+            return {"items": [], "next_cursor": None}
+        cloud = principal.view.cloud
     if principal.projects is not None:
         own = [
             p
@@ -67,7 +97,7 @@ async def list_projects(call: Call) -> Any:
         return {"items": [project_json(p) for p in own], "next_cursor": None}
     seal = await call.services.cursors.seal()
     page = await call.services.store.list_projects(
-        platform=q.platform, cloud=q.cloud, limit=q.limit, after=seal.decode_id_key("projects", q.cursor)
+        platform=q.platform, cloud=cloud, limit=q.limit, after=seal.decode_id_key("projects", q.cursor)
     )
     return {
         "items": [project_json(p) for p in page.items],

@@ -2,7 +2,8 @@
 
 The numbers come from ``tally.usage`` (the lifecycle fold clipped to the window). JSON pages follow
 the API's cursors; ``Accept: text/csv`` streams the whole export, one page of resources at a time,
-so a month of a large cloud is answered in bounded memory. A project token sees its own projects.
+so a month of a large cloud is answered in bounded memory. A project token sees its own projects;
+a keystone token reading a domain's projects gets one subtotal per project when it groups by project.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import aclosing
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -95,10 +97,32 @@ def checked_window(start: datetime, end: datetime) -> None:
         raise invalid(f"query.{exc.parameter}", str(exc), status=422) from None
 
 
-def _query(call: Call) -> UsageQuery:
+def _several(call: Call) -> tuple[str, ...]:
+    """The projects of a keystone token reading several (a domain's) when the query names none: its
+    usage is then read per project, each line a project's subtotal (``group_by`` must hold project_id)."""
+    q: UsageParams = call.query
+    view = call.principal.view
+    if view is None or view.projects is None or len(view.projects) < 2 or q.project_id is not None:
+        return ()
+    if "project_id" not in q.group_by:
+        raise Problem(
+            "forbidden", "this token has several projects: name one with project_id, or group_by=project_id"
+        )
+    return tuple(sorted(view.projects))
+
+
+async def _group_rows(call: Call, query: UsageQuery, several: tuple[str, ...]) -> list[UsageRow]:
+    store = call.services.store
+    if not several:
+        return await group_rows(store, query)
+    rows = [row for pid in several for row in await group_rows(store, replace(query, project_id=pid))]
+    return sorted(rows, key=lambda r: (*("" if v is None else v for v in r.values), r.state))
+
+
+def _query(call: Call, several: tuple[str, ...] = ()) -> UsageQuery:
     q: UsageParams = call.query
     checked_window(q.from_, q.to)
-    cloud, project_id = narrow(call.principal, q.cloud, q.project_id)
+    cloud, project_id = narrow(call.principal, q.cloud, several[0] if several else q.project_id)
     now = utc_now()
     upto = now if q.as_of is None else min(now, q.as_of)
     return UsageQuery(
@@ -137,13 +161,16 @@ def _group_cursor(seal: CursorSeal, row: UsageRow) -> str:
     replies=(Reply(200, "a page of usage lines (or text/csv)", UsagePage, other_media=((CSV, CSV_SCHEMA),)),),
 )
 async def usage(call: Call) -> Any:
-    query = _query(call)
+    several = _several(call)
+    query = _query(call, several)
     as_csv = wants_csv()
     q: UsageParams = call.query
     store = call.services.store
     if as_csv:
         members = quantity_members(await store.list_resource_types(), query.resource_type)
-        response = Response(_stream_csv(call, query, members), content_type="text/csv; charset=utf-8")
+        response = Response(
+            _stream_csv(call, query, members, several), content_type="text/csv; charset=utf-8"
+        )
         # Quart cuts a body still streaming after RESPONSE_TIMEOUT (60 s); a large cloud's month may
         # take longer on a loaded host, and every line of it is being sent as it is computed.
         response.timeout = None
@@ -153,7 +180,7 @@ async def usage(call: Call) -> Any:
     if query.group_by:
         arity = len(columns) + 1
         after = None if q.cursor is None else tuple(seal.decode_values("usage-groups", q.cursor, arity))
-        rows = rows_after(await group_rows(store, query), after)
+        rows = rows_after(await _group_rows(call, query, several), after)
         page, more = rows[: q.limit], len(rows) > q.limit
         next_cursor = _group_cursor(seal, page[-1]) if more else None
     else:
@@ -172,12 +199,14 @@ async def usage(call: Call) -> Any:
     }
 
 
-async def _stream_csv(call: Call, query: UsageQuery, members: list[str]) -> AsyncIterator[bytes]:
+async def _stream_csv(
+    call: Call, query: UsageQuery, members: list[str], several: tuple[str, ...]
+) -> AsyncIterator[bytes]:
     store = call.services.store
     yield csv_text([csv_header(query.columns, members)]).encode()
     try:
         if query.group_by:
-            yield csv_rows(await group_rows(store, query), members).encode()
+            yield csv_rows(await _group_rows(call, query, several), members).encode()
             return
         # Closed here, not when collected: the stream holds a pooled connection and its transaction,
         # and a client that goes away midway must give them back at once.

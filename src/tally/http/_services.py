@@ -1,4 +1,5 @@
-"""What the Reporting API app is built from: the store, the ingest pipeline, settings, the sync runner."""
+"""What the Reporting API app is built from: the store, the ingest pipeline, settings, the sync runner,
+the clouds taking keystone tokens."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from tally.ingest import IngestPipeline
 from tally.store import Store
 
 from ._cursor import CursorKeyring
+from ._keystone import KeystoneTokens
 from ._principal import KnownTokens
 from ._sync_runner import SyncRunner
 
@@ -21,6 +23,7 @@ class ReportingServices:
     pipeline: IngestPipeline
     settings: Settings
     sync_runner: SyncRunner | None = None
+    keystone: KeystoneTokens | None = None  # None: no cloud takes keystone tokens
     cursors: CursorKeyring = field(init=False, compare=False)
     known_tokens: KnownTokens = field(init=False, compare=False)
 

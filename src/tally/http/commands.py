@@ -83,6 +83,18 @@ def register(subparsers: Any) -> None:
     ccreate.set_defaults(handler=create_ingest_credential)
     _list_and_revoke(cred_sub, "ingest credential", list_ingest_credentials, revoke_ingest_credential)
 
+    defaults = subparsers.add_parser(
+        "policy-defaults", help="print the keystone-token policy's default rules"
+    )
+    defaults.set_defaults(handler=print_policy_defaults)
+
+
+def print_policy_defaults(args: argparse.Namespace) -> int:
+    from ._policy import sample_yaml  # oslo.policy is loaded by this command alone
+
+    print(sample_yaml())
+    return 0
+
 
 def _common_create(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--description", default=None)

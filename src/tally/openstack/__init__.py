@@ -1,4 +1,5 @@
-"""The OpenStack adapter: clouds.yaml, keystone, the admin-scope probe, paged listings, microversions.
+"""The OpenStack adapter: clouds.yaml, keystone, the admin-scope probe, paged listings, microversions,
+and the check of a caller's keystone token (``TokenChecker``).
 
 It implements ``tally.reconcile``'s adapter seam; the framework imports it by
 name (adapter ``openstack`` of a clouds config entry).
@@ -14,12 +15,18 @@ from ._clouds_yaml import warn_if_unpinned as warn_if_unpinned
 from ._settings import AdapterConfigError as AdapterConfigError
 from ._settings import OpenStackSettings as OpenStackSettings
 from ._settings import parse_adapter_config as parse_adapter_config
+from ._token_check import KeystoneUnavailable as KeystoneUnavailable
+from ._token_check import TokenChecker as TokenChecker
+from ._token_check import TokenInfo as TokenInfo
 
 __all__ = [
     "AdapterConfigError",
+    "KeystoneUnavailable",
     "OpenStackAdapter",
     "OpenStackSettings",
     "ResolvedCloud",
+    "TokenChecker",
+    "TokenInfo",
     "clouds_yaml_locations",
     "find_clouds_yaml",
     "negotiate_microversion",

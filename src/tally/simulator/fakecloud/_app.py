@@ -28,7 +28,7 @@ from tally.core import format_instant, parse_instant
 
 from ..clock import ClockError, PublishProgress, VirtualClock
 from ..world import World
-from . import _appcreds, _cinder, _glance, _neutron, _nova, _octavia
+from . import _appcreds, _cinder, _glance, _neutron, _nova, _octavia, _tokens
 from ._common import api_fault, json_response
 from ._context import Ctx
 from ._faults import ApiFaults, FaultError
@@ -272,19 +272,14 @@ def create_fake_cloud_app(
 
     _appcreds.register(app, identity, accounts, _base_url)
 
-    @app.get("/v3/auth/tokens")
-    async def check_token() -> Response:
-        outcome = await gate("identity")
-        if isinstance(outcome, Response):
-            return outcome
-        subject = accounts.validate(request.headers.get("X-Subject-Token"))
-        if subject is None:
-            return json_response(
-                {"error": {"code": 404, "title": "Not Found", "message": "Could not find token."}}, 404
-            )
-        response = json_response(token_body(subject, _base_url(), absent=faults.absent))
-        response.headers["X-Subject-Token"] = request.headers["X-Subject-Token"]
-        return response
+    _tokens.register(
+        app,
+        identity,
+        accounts,
+        _base_url,
+        lambda: frozenset(faults.absent),
+        lambda: [(p.id, p.name) for p in world.projects],
+    )
 
     # -- nova -------------------------------------------------------------------------------------------
 

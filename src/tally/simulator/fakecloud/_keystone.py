@@ -78,6 +78,8 @@ class User:
     project_id: str
     project_name: str
     roles: tuple[str, ...]
+    # Roles on the Default domain: a token scoped to the domain carries these.
+    domain_roles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,13 @@ class Token:
     app_credential: AppCredential | None
     expires_at: datetime
     methods: tuple[str, ...] = ()
+    domain_id: str | None = None  # a domain-scoped token: project_id is "" and the roles are the domain's
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        if self.app_credential is not None:
+            return self.app_credential.role_names
+        return self.user.domain_roles if self.domain_id is not None else self.user.roles
 
     @property
     def restricted(self) -> bool:
@@ -134,6 +143,24 @@ class Accounts:
     member: User
     credentials: dict[str, AppCredential] = field(default_factory=dict)
     tokens: dict[str, Token] = field(default_factory=dict)
+    tenants: list[User] = field(default_factory=list)
+
+    def add_tenant(
+        self,
+        name: str,
+        project_id: str,
+        project_name: str,
+        roles: tuple[str, ...],
+        *,
+        domain_roles: tuple[str, ...] = (),
+    ) -> User:
+        """A user of ``project_id`` with ``roles`` there (and ``domain_roles`` on the Default domain);
+        its password is ``<name>-password``. Keystone's implied roles are the caller's to list."""
+        user = User(
+            _hex_id(f"user/{name}"), name, f"{name}-password", project_id, project_name, roles, domain_roles
+        )
+        self.tenants.append(user)
+        return user
 
     @classmethod
     def default(cls, cloud: str, member_project_id: str, member_project_name: str) -> Accounts:
@@ -181,7 +208,7 @@ class Accounts:
         raise KeyError(name)
 
     def user_by(self, ref: Mapping[str, Any]) -> User | None:
-        for user in (self.admin, self.member):
+        for user in (self.admin, self.member, *self.tenants):
             if ref.get("id") == user.id:
                 return user
             if ref.get("name") == user.name and _domain_ok(ref.get("domain")):
@@ -280,15 +307,25 @@ def authenticate(accounts: Accounts, body: object) -> Token:
         user = accounts.user_by(ref)
         if user is None or ref.get("password") != user.password:
             raise _unauthorized()
-        _check_scope(user, scope)
+        domain_id = _check_scope(user, scope)
+        if domain_id is not None:
+            return Token(
+                user, "", "admin" in user.domain_roles, None, now + TOKEN_LIFETIME, ("password",), domain_id
+            )
         return Token(user, user.project_id, "admin" in user.roles, None, now + TOKEN_LIFETIME, ("password",))
     raise _unauthorized()
 
 
-def _check_scope(user: User, scope: object) -> None:
-    """Refuse a scope other than the user's one project (by id, or by name within its domain)."""
+def _check_scope(user: User, scope: object) -> str | None:
+    """Refuse a scope other than the user's one project (by id, or by name within its domain) or the
+    Default domain for a user with roles there; the domain's id when the scope is the domain."""
     if scope is None:
-        return
+        return None
+    domain = scope.get("domain") if isinstance(scope, dict) else None
+    if domain is not None:
+        if not user.domain_roles or not _domain_ok(domain):
+            raise _unauthorized()
+        return str(DOMAIN["id"])
     project = scope.get("project") if isinstance(scope, dict) else None
     if not isinstance(project, dict):
         raise _unauthorized()
@@ -298,6 +335,7 @@ def _check_scope(user: User, scope: object) -> None:
         project.get("name") != user.project_name or not _domain_ok(project.get("domain"))
     ):
         raise _unauthorized()
+    return None
 
 
 def forbidden(action: str) -> KeystoneError:
@@ -318,7 +356,11 @@ def _from_token(accounts: Accounts, info: object, scope: object) -> Token:
         raise KeystoneError(404, "Not Found", f"Could not find token: {info['id']}.")
     if presented.app_credential is not None and scope:
         raise forbidden("Using an application credential token to create a scoped token is not allowed.")
-    _check_scope(presented.user, scope)
+    domain_id = _check_scope(presented.user, scope) if scope else presented.domain_id
+    if scope and domain_id is None:
+        presented = replace(presented, project_id=presented.user.project_id, domain_id=None)
+    elif domain_id is not None:
+        presented = replace(presented, project_id="", domain_id=domain_id)
     return replace(presented, methods=tuple(dict.fromkeys((*presented.methods, "token"))))
 
 
@@ -332,18 +374,21 @@ def token_body(
     """The token document keystone answers, with the catalog built on ``base_url`` (the request's host)
     and without the services of the types ``absent`` names."""
     user = token.user
-    names = token.app_credential.role_names if token.app_credential is not None else user.roles
-    roles = [{"id": _hex_id(f"role/{r}"), "name": r} for r in names]
+    roles = [{"id": _hex_id(f"role/{r}"), "name": r} for r in token.roles]
     body: dict[str, Any] = {
         "methods": list(token.methods),
         "user": {"id": user.id, "name": user.name, "domain": dict(DOMAIN), "password_expires_at": None},
         "audit_ids": [secrets.token_urlsafe(16)[:22]],
         "issued_at": _stamp(token.expires_at - TOKEN_LIFETIME),
         "expires_at": _stamp(token.expires_at),
-        "project": {"id": token.project_id, "name": user.project_name, "domain": dict(DOMAIN)},
-        "is_domain": False,
         "roles": roles,
     }
+    # Keystone's render_token: a domain scope names the domain, a project scope the project and is_domain.
+    if token.domain_id is not None:
+        body["domain"] = dict(DOMAIN)
+    else:
+        body["project"] = {"id": token.project_id, "name": user.project_name, "domain": dict(DOMAIN)}
+        body["is_domain"] = False
     if token.app_credential is not None:
         cred = token.app_credential
         body["application_credential"] = {
@@ -354,7 +399,7 @@ def token_body(
         if cred.access_rules is not None:
             body["application_credential"]["access_rules"] = access_rule_refs(cred.access_rules)
     if with_catalog:
-        body["catalog"] = catalog(base_url, token.project_id, absent)
+        body["catalog"] = catalog(base_url, token.project_id or "", absent)
     return {"token": body}
 
 
