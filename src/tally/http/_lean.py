@@ -3,9 +3,7 @@
 A billing client pages through ``GET /api/v1/events`` and ``GET /api/v1/resources``; every other
 route is seldom called. Quart's own handling of a request (its request context, the URL adapter,
 werkzeug's request and response objects, the before and after hooks and their signals) was a fifth
-of a page's server CPU: ``bench.reads`` at 16 connections measured 1,530 µs per page of events
-through Quart and 1,200 µs through this lane, the rest of the code the same (2026-12-01, quiet host).
-The lane answers the operations declared ``lean`` (GET, no path
+of a page's server CPU (docs/benchmarks.md, "reads", the lean lane). The lane answers the operations declared ``lean`` (GET, no path
 parameters, no body) with the app's own parts, in the app's order: the request id, ``authenticate``
 on the ``Authorization`` header, ``parse_query`` on the query string as werkzeug parses it, the
 handler, the app's JSON provider, the same problem documents and log lines, ``X-Request-ID`` and the

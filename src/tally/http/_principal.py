@@ -4,8 +4,7 @@
 the store has found it usable, so that the lean lane's listings need no round trip of their own to
 learn the caller: they read as the token (``readable_by``), and the store checks in the page's own
 statement that the token is still usable. The lookup's own round trip was a sixth of a page's server
-CPU (``bench.reads``: 1,087 µs per page of events with it, 884 µs without; resources 1,138 and 913).
-1,024 tokens at most, the oldest dropped first.
+CPU (docs/benchmarks.md, "reads"). 1,024 tokens at most, the oldest dropped first.
 """
 
 from __future__ import annotations
