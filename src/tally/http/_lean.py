@@ -3,16 +3,15 @@
 A billing client pages through ``GET /api/v1/events`` and ``GET /api/v1/resources``; every other
 route is seldom called. Quart's own handling of a request (its request context, the URL adapter,
 werkzeug's request and response objects, the before and after hooks and their signals) was a fifth
-of a page's server CPU (docs/benchmarks.md, "reads", the lean lane). The lane answers the operations declared ``lean`` (GET, no path
-parameters, no body) with the app's own parts, in the app's order: the request id, ``authenticate``
-on the ``Authorization`` header, ``parse_query`` on the query string as werkzeug parses it, the
-handler, the app's JSON provider, the same problem documents and log lines, ``X-Request-ID`` and the
-HTTP metrics. One difference, invisible in the answers: a read_all or admin token's role is
-recalled (``KnownTokens``) and the page's own statement checks that the token is still usable, where
-Quart's path spends a round trip of its own on the token (``_auth``). Anything else (another path,
-HEAD, OPTIONS, a mounted ``root_path``) goes to Quart.
-``tests/http/test_lean_lane.py`` holds both paths' answers equal: status, headers and bytes.
-"""
+of a page's server CPU (docs/benchmarks.md, "reads", the lean lane). The lane answers the operations
+declared ``lean`` (GET, no path parameters, no body) with the app's own parts, in the app's order:
+the request id, ``authenticate`` on the ``Authorization`` header, ``parse_query`` on the query
+string as werkzeug parses it, the handler, the app's JSON provider, the same problem documents and
+log lines, ``X-Request-ID`` and the HTTP metrics. One difference, invisible in the answers: a
+read_all or admin token's role is recalled (``KnownTokens``) and the page's own statement checks
+that the token is still usable, where Quart's path spends a round trip of its own on the token
+(``_auth``). Anything else (another path, HEAD, OPTIONS, a mounted ``root_path``) goes to Quart.
+``tests/http/test_lean_lane.py`` holds both paths' answers equal: status, headers and bytes."""
 
 from __future__ import annotations
 
