@@ -51,7 +51,7 @@ class _Held:
 
 @dataclass(frozen=True, slots=True)
 class _Found:
-    """What a worker thread found: the grant kept, or a new resolution and session to wrap in one."""
+    """The grant kept for an entry, or a new resolution and session to wrap in one."""
 
     key: Key
     fingerprint: Fingerprint
@@ -75,26 +75,31 @@ def fingerprint_of(path: Path) -> Fingerprint:
 
 
 class GrantCache:
-    """The grants of the process, by entry; thread-safe (looked up from worker threads)."""
+    """The grants of the process, by entry."""
 
     def __init__(self, max_held: int = MAX_HELD) -> None:
         self._held: OrderedDict[Key, _Held] = OrderedDict()
         self._max_held = max_held
         self._mutex = threading.Lock()
 
-    def _find_blocking(self, os_cloud: str) -> _Found:
+    def _find(self, os_cloud: str) -> _Found:
+        """The grant kept for the entry as its files read now, else only the key and fingerprint."""
         env = os.environ
         path = find_clouds_yaml(env, Path.cwd())
         key: Key = (os_cloud, str(path), tuple(env.get(name) for name in ENVIRONMENT))
         fingerprint = fingerprint_of(path)
         with self._mutex:
             held = self._held.get(key)
-            if held is not None and held.fingerprint == fingerprint:
-                self._held.move_to_end(key)
-                return _Found(key, fingerprint, held.grant)
+            if held is None or held.fingerprint != fingerprint:
+                return _Found(key, fingerprint, None)
+            self._held.move_to_end(key)
+            return _Found(key, fingerprint, held.grant)
+
+    @staticmethod
+    def _resolve_blocking(os_cloud: str, found: _Found) -> _Found:
         cloud = resolve_cloud(os_cloud)
         session, tls = build_session(cloud)
-        return _Found(key, fingerprint, None, cloud, session, tls)
+        return _Found(found.key, found.fingerprint, None, cloud, session, tls)
 
     def _keep(self, found: _Found) -> Grant:
         assert found.cloud is not None and found.session is not None and found.tls is not None
@@ -108,7 +113,14 @@ class GrantCache:
 
     async def grant(self, os_cloud: str) -> Grant:
         """The grant of the clouds.yaml entry ``os_cloud`` with a current token; raises ``RunAborted``."""
-        found = await anyio.to_thread.run_sync(self._find_blocking, os_cloud, abandon_on_cancel=True)
+        # On the event loop: a few small local files, read and compared in microseconds, where a
+        # worker thread's round trip on a busy host takes milliseconds. openstacksdk's parse and the
+        # session are built in a worker thread, as every blocking call of keystoneauth1 is.
+        found = self._find(os_cloud)
+        if found.grant is None:
+            found = await anyio.to_thread.run_sync(
+                self._resolve_blocking, os_cloud, found, abandon_on_cancel=True
+            )
         grant = found.grant if found.grant is not None else self._keep(found)
         await grant.ensure()
         return grant

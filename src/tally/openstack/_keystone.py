@@ -124,24 +124,34 @@ class Grant:
     def endpoint(self, service: str) -> str:
         """The URL of ``service``: its clouds.yaml endpoint override, else the catalog's for the
         service's interface and region."""
+        if service not in self._endpoints:
+            self._endpoints[service] = self._look_up(service)
+        url = self._endpoints[service]
+        if url is None:
+            interface = self.cloud.region.get_interface(service) or "public"
+            raise EndpointMissing(f"the catalog lists no {interface} endpoint of type {service}")
+        return url
+
+    def _look_up(self, service: str) -> str | None:
         region = self.cloud.region
         override = region.get_endpoint(service)
         if override:
-            return override.rstrip("/")
+            return str(override).rstrip("/")
+        if self._catalog is None:
+            return None
         interface = region.get_interface(service) or "public"
-        if self._catalog is not None:
-            for service_type in SERVICE_TYPES.get(service, (service,)):
-                try:
-                    url = self._catalog.url_for(
-                        service_type=service_type,
-                        interface=interface,
-                        region_name=region.get_region_name(service) or None,
-                    )
-                except ks_exceptions.EndpointNotFound:
-                    continue
-                if url:
-                    return str(url).rstrip("/")
-        raise EndpointMissing(f"the catalog lists no {interface} endpoint of type {service}")
+        for service_type in SERVICE_TYPES.get(service, (service,)):
+            try:
+                url = self._catalog.url_for(
+                    service_type=service_type,
+                    interface=interface,
+                    region_name=region.get_region_name(service) or None,
+                )
+            except ks_exceptions.EndpointNotFound:
+                continue
+            if url:
+                return str(url).rstrip("/")
+        return None
 
 
 def _keystone_reason(exc: ks_exceptions.HttpError) -> str:
