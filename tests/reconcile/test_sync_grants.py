@@ -2,7 +2,7 @@
 
 The token and catalog of one run serve the next until the token is due, keystone's version document is
 read once, a token refused with 401 is replaced once, a token near its expiry is renewed, and a change of
-clouds.yaml is read at the next run.
+clouds.yaml is read at the next run. Inside ``kept_connections`` runs share their connections.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from quart import Quart, request
 from reconcile_support import T0, Harness, minutes, open_harness
 from test_sync_failures import world_with_everything
 
+from tally.openstack import kept_connections
 from tally.reconcile import Status
 from tally.simulator.fakecloud import _keystone as fake_keystone
 from tally.simulator.fakecloud import serve_fake_cloud
@@ -113,3 +114,42 @@ async def test_a_change_of_clouds_yaml_is_read_at_the_next_run(store: Store, tmp
         errors = (await h.run_row(outcome))["stats"]["errors"]
         assert errors[0].startswith('authenticating against the cloud "admin": '), errors
         assert "(HTTP 401)" in errors[0], errors
+
+
+@asynccontextmanager
+async def by_connection(store: Store, tmp_path: Path) -> AsyncIterator[tuple[Harness, list[set[int]]]]:
+    """A harness whose fake cloud notes the client port (the connection) of each request, per run."""
+    ports: list[set[int]] = [set()]
+
+    def serve(
+        app: Quart, host: str, port: int, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED
+    ) -> Awaitable[None]:
+        @app.before_request
+        async def note() -> None:
+            client = request.scope.get("client")
+            assert client is not None
+            ports[-1].add(int(client[1]))
+
+        return serve_fake_cloud(app, host, port, task_status=task_status)
+
+    async with open_harness(world_with_everything()[0], store, tmp_path, serve=serve) as h:
+        yield h, ports
+
+
+async def test_runs_inside_kept_connections_send_on_the_connections_of_the_run_before(
+    store: Store, tmp_path: Path
+) -> None:
+    async with by_connection(store, tmp_path) as (h, ports):
+        await completed(h, 60)
+        ports.append(set())
+        await completed(h, 120)
+        assert not ports[0] & ports[1]  # outside the scope each run opens its own
+        ports.append(set())
+        async with kept_connections():
+            await completed(h, 180)
+            ports.append(set())
+            await completed(h, 240)
+        assert ports[3] <= ports[2], ports[2:]
+        ports.append(set())
+        await completed(h, 300)
+        assert not ports[4] & (ports[2] | ports[3])  # closed when the scope ended

@@ -49,6 +49,7 @@ from tally.reconcile import (
 )
 
 from ._clouds_yaml import ResolvedCloud, warn_if_unpinned
+from ._connections import run_client
 from ._evidence import (
     ListingInvalid,
     is_soft_deleted,
@@ -61,7 +62,7 @@ from ._evidence import (
     volume_type_name,
 )
 from ._grants import GRANTS
-from ._keystone import EndpointMissing, Grant, listing_client
+from ._keystone import EndpointMissing, Grant
 from ._listing import UNTIL_EMPTY, ListingFailed, get_json, list_all, under
 from ._settings import AdapterConfigError, OpenStackSettings, parse_adapter_config
 
@@ -138,7 +139,7 @@ class OpenStackAdapter:
         progress = request.progress
         progress.begin("server")
         grant = await GRANTS.grant(settings.os_cloud)
-        async with listing_client(grant) as client:
+        async with run_client(grant) as client:
             compute = await self._probe(client, grant, grant.cloud)
             microversion = await self._negotiate(client, compute)
             progress.end("server")
@@ -344,7 +345,7 @@ class OpenStackAdapter:
                 grant = await GRANTS.grant(settings.os_cloud)
             except RunAborted as exc:
                 raise SizeNamesFailed(f"listing the volume types: {exc}") from exc
-            async with listing_client(grant) as client:
+            async with run_client(grant) as client:
                 try:
                     url = grant.endpoint("block-storage") + "/types"
                     # Cinder's type listing has no next link and caps a page at osapi_max_limit:

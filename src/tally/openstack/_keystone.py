@@ -195,8 +195,15 @@ class KeystoneToken(httpx.Auth):
             yield request
 
 
-def listing_client(grant: Grant) -> httpx.AsyncClient:
-    """The httpx client of a run's listings: the grant's token and TLS trust (timeouts: per request)."""
+def listing_client(grant: Grant, *, keepalive_s: float | None = None) -> httpx.AsyncClient:
+    """The httpx client of a run's listings: the grant's token and TLS trust (timeouts: per request);
+    ``keepalive_s``: how long an idle connection may be reused (httpx's 5 s by default)."""
+    limits = httpx.Limits(
+        # httpx's own pool sizes.
+        max_connections=100,
+        max_keepalive_connections=20,
+        keepalive_expiry=5.0 if keepalive_s is None else keepalive_s,
+    )
     return httpx.AsyncClient(
-        auth=KeystoneToken(grant), verify=grant.tls, headers={"Accept": "application/json"}
+        auth=KeystoneToken(grant), verify=grant.tls, headers={"Accept": "application/json"}, limits=limits
     )
