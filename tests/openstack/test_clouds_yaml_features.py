@@ -21,7 +21,7 @@ import yaml
 from keystoneauth1 import access, loading
 
 from tally.openstack import resolve_cloud
-from tally.openstack._keystone import Grant, _session_blocking
+from tally.openstack._keystone import Grant, build_session
 from tally.openstack._tls import ca_file
 from tally.reconcile import RunAborted
 
@@ -400,7 +400,7 @@ def _open(row: Row, home: Path, monkeypatch: pytest.MonkeyPatch) -> Grant:
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     cloud = resolve_cloud("c", env=env)
-    session, tls = _session_blocking(cloud)
+    session, tls = build_session(cloud)
     return Grant(cloud, session, tls)
 
 

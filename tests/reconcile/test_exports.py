@@ -89,6 +89,7 @@ def test_openstack_exports() -> None:
             "ResolvedCloud",
             "clouds_yaml_locations",
             "find_clouds_yaml",
+            "kept_connections",
             "negotiate_microversion",
             "parse_adapter_config",
             "resolve_cloud",

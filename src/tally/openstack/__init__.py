@@ -12,6 +12,7 @@ from ._clouds_yaml import clouds_yaml_locations as clouds_yaml_locations
 from ._clouds_yaml import find_clouds_yaml as find_clouds_yaml
 from ._clouds_yaml import resolve_cloud as resolve_cloud
 from ._clouds_yaml import warn_if_unpinned as warn_if_unpinned
+from ._connections import kept_connections as kept_connections
 from ._settings import AdapterConfigError as AdapterConfigError
 from ._settings import OpenStackSettings as OpenStackSettings
 from ._settings import parse_adapter_config as parse_adapter_config
@@ -29,6 +30,7 @@ __all__ = [
     "TokenInfo",
     "clouds_yaml_locations",
     "find_clouds_yaml",
+    "kept_connections",
     "negotiate_microversion",
     "parse_adapter_config",
     "resolve_cloud",

@@ -1,6 +1,8 @@
 """The OpenStack adapter: one run's requests, in the seed's order.
 
-1. Resolve the clouds.yaml entry and get a token through keystoneauth1 (``_keystone``).
+1. The clouds.yaml entry's grant (``_grants``): the token and catalog of an earlier run while
+   current, else a token through keystoneauth1 (``_keystone``); the entry is resolved again
+   only when its files changed.
 2. Probe: one server across every project. A refusal ends the run before any
    listing, naming the entry: only nova refuses a lesser account loudly, and the
    other services would answer it with a narrowed listing that reads as complete.
@@ -12,7 +14,7 @@
    missed), flavors (only below 2.47), and each service the settings include:
    volumes, floating IPs, images (visible to all, then the hidden ones), load
    balancers (octavia is left out unless included; the others are in unless left out).
-5. Size names: a second token request, then cinder's volume types, private ones too
+5. Size names: the same grant, then cinder's volume types, private ones too
    (none without cinder: nothing asks for them).
 
 Every request but keystone's (the token POSTs, and the version document the
@@ -46,7 +48,8 @@ from tally.reconcile import (
     SizeNamesFailed,
 )
 
-from ._clouds_yaml import ResolvedCloud, resolve_cloud, warn_if_unpinned
+from ._clouds_yaml import ResolvedCloud, warn_if_unpinned
+from ._connections import run_client
 from ._evidence import (
     ListingInvalid,
     is_soft_deleted,
@@ -58,7 +61,8 @@ from ._evidence import (
     observe_volume,
     volume_type_name,
 )
-from ._keystone import EndpointMissing, Grant, authenticate, listing_client
+from ._grants import GRANTS
+from ._keystone import EndpointMissing, Grant
 from ._listing import UNTIL_EMPTY, ListingFailed, get_json, list_all, under
 from ._settings import AdapterConfigError, OpenStackSettings, parse_adapter_config
 
@@ -130,17 +134,13 @@ class OpenStackAdapter:
         except AdapterConfigError as exc:
             raise RunAborted(str(exc)) from exc
 
-    async def _grant(self, settings: OpenStackSettings) -> tuple[ResolvedCloud, Grant]:
-        cloud = await anyio.to_thread.run_sync(resolve_cloud, settings.os_cloud, abandon_on_cancel=True)
-        return cloud, await authenticate(cloud)
-
     async def observe(self, request: ObserveRequest) -> Observation:
         settings = self._settings()
         progress = request.progress
         progress.begin("server")
-        cloud, grant = await self._grant(settings)
-        async with listing_client(grant) as client:
-            compute = await self._probe(client, grant, cloud)
+        grant = await GRANTS.grant(settings.os_cloud)
+        async with run_client(grant) as client:
+            compute = await self._probe(client, grant, grant.cloud)
             microversion = await self._negotiate(client, compute)
             progress.end("server")
             return await self._enumerate(client, grant, compute, microversion, settings, request)
@@ -342,10 +342,10 @@ class OpenStackAdapter:
         progress.begin("volume_type")
         try:
             try:
-                _, grant = await self._grant(settings)
+                grant = await GRANTS.grant(settings.os_cloud)
             except RunAborted as exc:
                 raise SizeNamesFailed(f"listing the volume types: {exc}") from exc
-            async with listing_client(grant) as client:
+            async with run_client(grant) as client:
                 try:
                     url = grant.endpoint("block-storage") + "/types"
                     # Cinder's type listing has no next link and caps a page at osapi_max_limit:

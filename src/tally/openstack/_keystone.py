@@ -13,6 +13,10 @@ abandons the thread rather than waiting for it. A token refused later with a 401
 (expired, revoked) is replaced once per token (``reauthenticate``); keystone's
 refusal of the new one is ``RunAborted`` out of the request, which the listing
 that sent it reports as its own failure.
+
+A grant outlives its run (``_grants`` keeps it): ``ensure`` reuses the token and catalog
+until keystoneauth1 would judge them near expiry, as every OpenStack client does, and the
+endpoints looked up in the catalog are kept until the catalog changes.
 """
 
 from __future__ import annotations
@@ -59,6 +63,9 @@ class Grant:
         self.token = ""
         self.project_id = ""
         self._catalog: Any = None
+        # service -> URL, or None for a catalog without it; a catalog look-up costs milliseconds
+        # (keystoneauth1 normalises a deep copy of the catalog on each), and a run makes six.
+        self._endpoints: dict[str, str | None] = {}
         self._lock = anyio.Lock()
 
     def _fetch_blocking(self, timeout_s: float, *, fresh: bool) -> None:
@@ -72,7 +79,9 @@ class Grant:
                 access = self.auth.get_access(self.session)
                 self.token = str(access.auth_token)
                 self.project_id = str(access.project_id or "")
-                self._catalog = access.service_catalog
+                if access.service_catalog is not self._catalog:
+                    self._catalog = access.service_catalog
+                    self._endpoints = {}
             else:
                 # A plugin that is no identity plugin (admin_token, none, http_basic) has no catalog:
                 # the endpoints come from the *_endpoint_override settings.
@@ -82,12 +91,29 @@ class Grant:
         except Exception as exc:
             # A plugin is third-party code: whatever it raises is its reason, in one line, never a traceback.
             raise self.cloud.refused(exc) from exc
+        finally:
+            # The session outlives the run but keystone is asked again only when the token is due:
+            # a connection kept idle that long would only hold the server's end open.
+            self.session.session.close()
 
     async def fetch(self, *, fresh: bool = False) -> None:
         timeout_s = budget_left_s()  # read here: the worker thread has no cancel scope to read it from
         await anyio.to_thread.run_sync(
             lambda: self._fetch_blocking(timeout_s, fresh=fresh), abandon_on_cancel=True
         )
+
+    def _current(self) -> bool:
+        """Whether the token in hand serves a run without asking keystone: keystoneauth1's own rule
+        (its access is kept until it expires within ``MIN_TOKEN_LIFE_SECONDS``)."""
+        if not self.token or not isinstance(self.auth, ks_identity.BaseIdentityPlugin):
+            return False
+        access = self.auth.auth_ref
+        return access is not None and not access.will_expire_soon(self.auth.MIN_TOKEN_LIFE_SECONDS)
+
+    async def ensure(self) -> None:
+        """A token for a run: the one in hand while current, else keystoneauth1's (a new one when due)."""
+        if not self._current():
+            await self.fetch()
 
     async def reauthenticate(self, refused_token: str) -> None:
         """Replace ``refused_token`` (answered 401) with a new one, unless another listing already did."""
@@ -98,24 +124,34 @@ class Grant:
     def endpoint(self, service: str) -> str:
         """The URL of ``service``: its clouds.yaml endpoint override, else the catalog's for the
         service's interface and region."""
+        if service not in self._endpoints:
+            self._endpoints[service] = self._look_up(service)
+        url = self._endpoints[service]
+        if url is None:
+            interface = self.cloud.region.get_interface(service) or "public"
+            raise EndpointMissing(f"the catalog lists no {interface} endpoint of type {service}")
+        return url
+
+    def _look_up(self, service: str) -> str | None:
         region = self.cloud.region
         override = region.get_endpoint(service)
         if override:
-            return override.rstrip("/")
+            return str(override).rstrip("/")
+        if self._catalog is None:
+            return None
         interface = region.get_interface(service) or "public"
-        if self._catalog is not None:
-            for service_type in SERVICE_TYPES.get(service, (service,)):
-                try:
-                    url = self._catalog.url_for(
-                        service_type=service_type,
-                        interface=interface,
-                        region_name=region.get_region_name(service) or None,
-                    )
-                except ks_exceptions.EndpointNotFound:
-                    continue
-                if url:
-                    return str(url).rstrip("/")
-        raise EndpointMissing(f"the catalog lists no {interface} endpoint of type {service}")
+        for service_type in SERVICE_TYPES.get(service, (service,)):
+            try:
+                url = self._catalog.url_for(
+                    service_type=service_type,
+                    interface=interface,
+                    region_name=region.get_region_name(service) or None,
+                )
+            except ks_exceptions.EndpointNotFound:
+                continue
+            if url:
+                return str(url).rstrip("/")
+        return None
 
 
 def _keystone_reason(exc: ks_exceptions.HttpError) -> str:
@@ -125,7 +161,8 @@ def _keystone_reason(exc: ks_exceptions.HttpError) -> str:
     return f"{message} (HTTP {status})" if status and f"HTTP {status}" not in message else str(message)
 
 
-def _session_blocking(cloud: ResolvedCloud) -> tuple[Session, ssl.SSLContext]:
+def build_session(cloud: ResolvedCloud) -> tuple[Session, ssl.SSLContext]:
+    """The keystoneauth1 session of ``cloud`` and its TLS trust; blocking, raises ``RunAborted``."""
     try:
         session = cloud.region.get_session()
         return session, tls_context(True if session.verify is None else session.verify, session.cert)
@@ -136,7 +173,7 @@ def _session_blocking(cloud: ResolvedCloud) -> tuple[Session, ssl.SSLContext]:
 
 async def authenticate(cloud: ResolvedCloud) -> Grant:
     """A session of ``cloud`` with its token; a refusal raises ``RunAborted`` worded as the seed words it."""
-    session, tls = await anyio.to_thread.run_sync(_session_blocking, cloud, abandon_on_cancel=True)
+    session, tls = await anyio.to_thread.run_sync(build_session, cloud, abandon_on_cancel=True)
     grant = Grant(cloud, session, tls)
     await grant.fetch()
     return grant
@@ -158,8 +195,15 @@ class KeystoneToken(httpx.Auth):
             yield request
 
 
-def listing_client(grant: Grant) -> httpx.AsyncClient:
-    """The httpx client of a run's listings: the grant's token and TLS trust (timeouts: per request)."""
+def listing_client(grant: Grant, *, keepalive_s: float | None = None) -> httpx.AsyncClient:
+    """The httpx client of a run's listings: the grant's token and TLS trust (timeouts: per request);
+    ``keepalive_s``: how long an idle connection may be reused (httpx's 5 s by default)."""
+    limits = httpx.Limits(
+        # httpx's own pool sizes.
+        max_connections=100,
+        max_keepalive_connections=20,
+        keepalive_expiry=5.0 if keepalive_s is None else keepalive_s,
+    )
     return httpx.AsyncClient(
-        auth=KeystoneToken(grant), verify=grant.tls, headers={"Accept": "application/json"}
+        auth=KeystoneToken(grant), verify=grant.tls, headers={"Accept": "application/json"}, limits=limits
     )

@@ -256,26 +256,38 @@ class _MonthRun:
                     options.factor,
                     options.sync_interval.total_seconds(),
                 )
+                # The syncs follow each other within a second: each sends on the connections of the
+                # one before (closed when the month ends) instead of opening its own. Imported here,
+                # where the run loads openstacksdk anyway, not on the command's start path.
+                from tally.openstack import kept_connections
+
                 with _client_config(clouds_yaml):
-                    if options.factor == 0:
-                        await lockstep(
-                            month,
-                            publisher,
-                            drainer,
-                            self.sync,
-                            self.collector_accepted,
-                            options,
-                            self.progress,
-                            self.tell,
-                        )
-                    else:
-                        await paced(
-                            month, publisher, self.clock, self.sync, options, app.config["FAKE_CLOUD"], gate
-                        )
-                    if publisher.progress.holding:
-                        await publisher.release()
-                    await drainer.drain(publisher)
-                    await self.sync(month.period_to)
+                    async with kept_connections():
+                        if options.factor == 0:
+                            await lockstep(
+                                month,
+                                publisher,
+                                drainer,
+                                self.sync,
+                                self.collector_accepted,
+                                options,
+                                self.progress,
+                                self.tell,
+                            )
+                        else:
+                            await paced(
+                                month,
+                                publisher,
+                                self.clock,
+                                self.sync,
+                                options,
+                                app.config["FAKE_CLOUD"],
+                                gate,
+                            )
+                        if publisher.progress.holding:
+                            await publisher.release()
+                        await drainer.drain(publisher)
+                        await self.sync(month.period_to)
                 tg.cancel_scope.cancel()
             return broker.vhost if broker is not None else None
 
