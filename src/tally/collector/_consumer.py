@@ -10,6 +10,12 @@ Backpressure: before taking a group the loop checks the outbox. At
 ``buffer_max`` rows it stops taking until the sender has brought the depth
 down to 90 %; the source's prefetch window then fills and the broker stops
 delivering, so nothing piles up in memory either.
+
+A group the outbox cannot commit (``OutboxWriteError``: a full disk, a
+read-only file) stays in hand, unacked, and is committed again after a backoff
+(doubling from ``retry_min_s`` to ``retry_max_s``) until it goes; meanwhile
+the loop takes nothing more, so the broker keeps the rest. The outbox says the
+fault once and names it for ``/readyz`` (``Outbox.write_problem``).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from collections import Counter
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from tally.outbox import Outbox
+from tally.outbox import Outbox, OutboxWriteError
 
 from . import _metrics
 from ._delivery import Delivery, Source
@@ -32,8 +38,19 @@ log = logging.getLogger(__name__)
 
 
 class Consumer:
-    def __init__(self, outbox: Outbox, *, cloud: str, buffer_max: int, batch_limit: int = 1000) -> None:
+    def __init__(
+        self,
+        outbox: Outbox,
+        *,
+        cloud: str,
+        buffer_max: int,
+        batch_limit: int = 1000,
+        retry_min_s: float = 0.25,
+        retry_max_s: float = 5.0,
+    ) -> None:
         self._outbox = outbox
+        self._retry_min_s = retry_min_s
+        self._retry_max_s = retry_max_s
         self._cloud = cloud
         self._buffer_max = buffer_max
         self._resume_at = math.floor(buffer_max * 0.9)
@@ -103,6 +120,17 @@ class Consumer:
             _metrics.RECEIVED.labels(event_type).inc(count)
         return rows
 
+    async def _commit(self, rows: list[tuple[str, bytes]]) -> int:
+        """Commit ``rows``, trying again with backoff while the outbox cannot write; how many were new."""
+        delay = self._retry_min_s
+        while True:
+            try:
+                return await self._outbox.add(rows)
+            except OutboxWriteError:
+                # The outbox logged it; the deliveries stay unacked in hand until the commit goes.
+                await anyio.sleep(delay)
+                delay = min(self._retry_max_s, delay * 2)
+
     async def consume(self, deliveries: MemoryObjectReceiveStream[Delivery], source: Source) -> None:
         """Run until the stream ends (the bus closed) or the task is cancelled."""
         while True:
@@ -119,7 +147,7 @@ class Consumer:
                     break
             self.in_hand = len(batch)
             self.taken += len(batch)
-            added = await self._outbox.add(self._rows(batch))
+            added = await self._commit(self._rows(batch))
             _metrics.COMMITTED.inc(added)
             await source.ack(batch)
             _metrics.ACKED.inc(len(batch))

@@ -111,6 +111,14 @@ class Collector:
             return None if self.amqp is None else "starting"
         return self._source.problem
 
+    def outbox_problem(self) -> str | None:
+        """Why the outbox cannot write ("the outbox cannot write: disk full on PATH ..."), or None
+        while its last write committed; consuming waits for it meanwhile."""
+        if self.outbox is None:
+            return None
+        problem = self.outbox.write_problem
+        return None if problem is None else problem.detail
+
     def health(self) -> Health:
         threshold = self.settings.osc_unhealthy_threshold_s
         if self.outbox is None or self.sender is None:

@@ -8,7 +8,9 @@ outbox for the next start.
 
 Its readiness check ``collector`` fails while the collector cannot consume from the broker, with
 the reason (the broker unreachable, a refused login or vhost), and once rows waited
-``TALLY_OSC_UNHEALTHY_THRESHOLD_S`` without an accepted batch.
+``TALLY_OSC_UNHEALTHY_THRESHOLD_S`` without an accepted batch; its check ``outbox`` fails while the
+outbox's last write could not commit (a full disk, a read-only file), naming the cause and the path.
+A fault of the outbox never crashes the actor: consuming waits and resumes by itself.
 """
 
 from __future__ import annotations
@@ -148,5 +150,12 @@ def collector_child(
         detail = health.detail or f"outbox_depth={health.depth}"
         return CheckResult(health.healthy, detail)
 
+    async def outbox_writes() -> CheckResult:
+        if not running:
+            return CheckResult(False, "the collector is not running")
+        problem = running[0].outbox_problem()
+        return CheckResult(problem is None, problem or "the last write committed")
+
     readiness.register("collector", healthy)
+    readiness.register("outbox", outbox_writes)
     return ChildSpec("collector", run)
