@@ -104,3 +104,18 @@ async def test_the_consumer_acks_nothing_it_could_not_commit_and_resumes(small_f
         assert outbox.depth == 300 and outbox.write_problem is None
         assert sorted(source.acked) == sorted(notification(n) for n in range(300))
         tg.cancel_scope.cancel()
+
+
+async def test_an_idle_outbox_on_a_full_disk_is_found_by_the_probe(small_filesystem: Any) -> None:
+    async with open_outbox(small_filesystem.path / "outbox.sqlite3") as outbox:
+        assert await outbox.check_writable() is None
+        small_filesystem.fill()
+        # The last outcome (the probe's success) is fresh: it stands for fresh_s.
+        assert await outbox.check_writable() is None
+        problem = await outbox.check_writable(fresh_s=0)
+        assert problem is not None and problem.reason == "disk_full"
+        assert failing() == 1
+        small_filesystem.free()
+        assert await outbox.check_writable() is not None  # fresh: the failure stands a while
+        assert await outbox.check_writable(fresh_s=0) is None
+        assert failing() == 0

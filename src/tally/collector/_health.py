@@ -28,7 +28,7 @@ def create_health_app(collector: Collector, *, metrics_enabled: bool = True) -> 
 
     @app.get("/readyz")
     async def readyz() -> tuple[dict[str, Any], int]:
-        problem = collector.outbox_problem() or collector.broker_problem()
+        problem = await collector.outbox_problem() or collector.broker_problem()
         if problem is None:
             return {"status": "ready"}, 200
         return {"status": "not ready", "detail": problem}, 503

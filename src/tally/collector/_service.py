@@ -111,12 +111,12 @@ class Collector:
             return None if self.amqp is None else "starting"
         return self._source.problem
 
-    def outbox_problem(self) -> str | None:
+    async def outbox_problem(self) -> str | None:
         """Why the outbox cannot write ("the outbox cannot write: disk full on PATH ..."), or None
-        while its last write committed; consuming waits for it meanwhile."""
+        while it can (``Outbox.check_writable``); consuming waits for it meanwhile."""
         if self.outbox is None:
             return None
-        problem = self.outbox.write_problem
+        problem = await self.outbox.check_writable()
         return None if problem is None else problem.detail
 
     def health(self) -> Health:

@@ -9,7 +9,8 @@ outbox for the next start.
 Its readiness check ``collector`` fails while the collector cannot consume from the broker, with
 the reason (the broker unreachable, a refused login or vhost), and once rows waited
 ``TALLY_OSC_UNHEALTHY_THRESHOLD_S`` without an accepted batch; its check ``outbox`` fails while the
-outbox's last write could not commit (a full disk, a read-only file), naming the cause and the path.
+outbox cannot commit a write (a full disk, a read-only file), naming the cause and the path: the last
+write's outcome when younger than 5 s, else a one-page write probe.
 A fault of the outbox never crashes the actor: consuming waits and resumes by itself.
 """
 
@@ -153,8 +154,8 @@ def collector_child(
     async def outbox_writes() -> CheckResult:
         if not running:
             return CheckResult(False, "the collector is not running")
-        problem = running[0].outbox_problem()
-        return CheckResult(problem is None, problem or "the last write committed")
+        problem = await running[0].outbox_problem()
+        return CheckResult(problem is None, problem or "writes commit")
 
     readiness.register("collector", healthy)
     readiness.register("outbox", outbox_writes)

@@ -114,6 +114,21 @@ class Outbox:
         """Why the last write could not commit, or None once one did (or before any was tried)."""
         return self._faults.problem
 
+    async def check_writable(self, *, fresh_s: float = 5.0) -> OutboxWriteError | None:
+        """Why the outbox cannot write, or None. The last write's outcome when it is younger than
+        ``fresh_s``; else a probe: the header's user_version rewritten, one page committed, which a
+        full disk refuses (``/readyz`` calls this, so an idle outbox is checked too)."""
+        last = self._faults.last_outcome_at
+        if last is not None and time.monotonic() - last < fresh_s:
+            return self._faults.problem
+        with contextlib.suppress(OutboxWriteError):
+            async with self._writing() as db:
+                cursor = await db.execute("PRAGMA user_version")
+                found = await cursor.fetchone()
+                await db.execute(f"PRAGMA user_version = {int(found[0]) if found else 0}")
+                await db.commit()
+        return self._faults.problem
+
     @asynccontextmanager
     async def _writing(self) -> AsyncIterator[aiosqlite.Connection]:
         """One write transaction under the lock: committed by the caller, rolled back on a storage
