@@ -6,10 +6,13 @@ The order of work, and why:
    the wait for a slot counts against it, and so does every wait for a pooled database connection
    after it (``tally.store.connection_deadline``). A run that gets no slot, or no connection to record
    itself, within its budget ends ``not started`` with the wait named, and writes no row.
-1. Read the run's one clock: the told instant, else the wall clock read once.
+1. Read the run's one clock: the told instant, else the wall clock read once (watched for steps,
+   ``_clock``).
 2. Take the cloud's lock in the database (held: answer "lock held", write nothing). Holding it,
-   fail the rows a stopped holder left running and, for a scheduled run, skip ("not due", write
-   nothing) if another replica synced the cloud within the interval (``_handover``).
+   date a run of the wall clock no earlier than just after the cloud's newest run (a clock that went
+   back never dates a run before one already recorded), fail the rows a stopped holder left running
+   and, for a scheduled run, skip ("not due", write nothing) if another replica synced the cloud
+   within the interval (``_handover``).
 3. Read the bound (last completed run's started_at) *before* inserting this run's
    row, then insert the row with started_at = the run's instant.
 4. Under the budget: observe (adapter), list the size names, read the rows, diff,
@@ -36,7 +39,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import anyio
@@ -58,6 +61,7 @@ from tally.store import (
 from . import _metrics
 from ._adapter import Adapter, ObserveRequest, Progress
 from ._booking import IngestsEvents, book
+from ._clock import WALL_CLOCK, run_instant
 from ._diff import date_absence_deletes, diff, restore_vouched_facts
 from ._errors import RunAborted
 from ._handover import ran_recently, take_over
@@ -67,6 +71,10 @@ from ._names import learn_size_names
 from ._rules import cap_errors, deleted_servers_window, held_no_row
 
 log = logging.getLogger(__name__)
+
+# How far past the wall clock the newer runs are looked for (the query needs an upper end); ten years
+# is beyond any real step.
+NEWER_RUNS_HORIZON = timedelta(days=3650)
 
 RUNS_PAGE = 50
 FINISH_GRACE_S = 10.0
@@ -182,8 +190,10 @@ async def run_sync(
         _metrics.SLOT_WAIT.observe(slot_wait)
         _metrics.IN_PROGRESS.inc()
         try:
-            poll_at = at if at is not None else utc_now()
+            poll_at = at if at is not None else WALL_CLOCK.now()
             async with store.sync_lock(cloud):
+                if at is None:
+                    poll_at = await _after_newer_runs(store, cloud, poll_at)
                 await take_over(store, cloud)
                 if min_gap_s is not None and await ran_recently(store, cloud, poll_at, min_gap_s):
                     _metrics.SYNC_RUNS.labels(cloud, "skipped").inc()
@@ -217,6 +227,20 @@ async def run_sync(
             _metrics.IN_PROGRESS.dec()
             if slots is not None:
                 slots.release()
+
+
+async def _after_newer_runs(store: SyncStore, cloud: str, wall: datetime) -> datetime:
+    """``wall``, or just after the cloud's newest run when one is dated at or after it (``run_instant``)."""
+    newer = await store.sync_runs_between(cloud, wall - ONE_MICROSECOND, wall + NEWER_RUNS_HORIZON)
+    instant = run_instant(wall, (run["started_at"] for run in newer))
+    if instant != wall:
+        log.info(
+            "sync dated after the cloud's newest run cloud=%s wall=%s at=%s",
+            cloud,
+            wall.isoformat(),
+            instant.isoformat(),
+        )
+    return instant
 
 
 DATABASE_AWAY = "the database does not answer"
