@@ -50,6 +50,7 @@ def test_outbox_surface() -> None:
             "Outbox",
             "OutboxRow",
             "OutboxStatistics",
+            "OutboxWriteError",
             "Refusal",
             "Sender",
             "SenderStatistics",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import anyio
 import pytest
+from prometheus_client import REGISTRY
 from reconcile_support import T0, builder, events_of, minutes, open_harness
 
 from tally.config import CloudEntry
@@ -35,6 +37,23 @@ async def test_a_held_lock_answers_lock_held_and_writes_no_row(store: Store, tmp
         assert outcome.status is Status.LOCK_HELD and outcome.sync_run_id is None
         assert await h.rows() == {}
         assert await h.store.last_completed_sync_started_at(h.cloud) is None
+
+
+async def test_runs_skipped_in_a_row_for_a_held_lock_turn_to_warnings_and_are_counted(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="tally.reconcile._run")
+    async with open_harness(world(), store, tmp_path) as h:
+        async with h.store.sync_lock(h.cloud):
+            for n in range(4):
+                assert (await h.sync(T0 + minutes(60 + n))).status is Status.LOCK_HELD
+        held = [r for r in caplog.records if r.getMessage().startswith(f"sync lock held cloud={h.cloud}")]
+        assert [r.levelno for r in held] == [logging.INFO] * 2 + [logging.WARNING] * 2
+        assert "skipped_in_a_row=4" in held[-1].getMessage()
+        gauge = REGISTRY.get_sample_value("tally_sync_lock_held_runs", {"cloud": h.cloud})
+        assert gauge == 4
+        assert (await h.sync(T0 + minutes(70))).status is Status.COMPLETED
+        assert REGISTRY.get_sample_value("tally_sync_lock_held_runs", {"cloud": h.cloud}) == 0
 
 
 class Counting:

@@ -6,6 +6,9 @@ decodes and maps them all, commits the mapped events in one transaction, and
 only then acks the whole group. Skipped and unparseable bodies are acked with
 their group, counted by reason, so bad input never blocks the queue.
 
+Warnings about bad messages (unparseable, no owner) are limited to 10 a minute of each kind, with
+one line for the count of those left out (``_log_limit``); the metrics count every one.
+
 Backpressure: before taking a group the loop checks the outbox. At
 ``buffer_max`` rows it stops taking until the sender has brought the depth
 down to 90 %; the source's prefetch window then fills and the broker stops
@@ -31,6 +34,7 @@ from tally.outbox import Outbox, OutboxWriteError
 
 from . import _metrics
 from ._delivery import Delivery, Source
+from ._log_limit import LogLimit
 from ._mapping import map_notification
 from ._outcome import Mapped, Skipped, Unparseable
 
@@ -55,6 +59,9 @@ class Consumer:
         self._buffer_max = buffer_max
         self._resume_at = math.floor(buffer_max * 0.9)
         self._batch_limit = batch_limit
+        # Bad messages are all counted; their warnings are limited (a flood must not drown the log).
+        self._unparseable_log = LogLimit()
+        self._owner_missing_log = LogLimit()
         # Invariant: taken == acked + in_hand; a delivery counts as acked once its group committed.
         self.taken = 0
         self.acked = 0
@@ -89,13 +96,14 @@ class Consumer:
                     # Sent all the same: the Reporting API refuses it and keeps it as a dead letter
                     # (the item whole, with the reason), where an operator can see and replay it.
                     _metrics.OWNER_MISSING.labels(outcome.oslo_event_type).inc()
-                    log.warning(
-                        "collector: no owner in payload or context, the API will dead-letter it "
-                        "event_type=%s resource_id=%s message_id=%s",
-                        outcome.oslo_event_type,
-                        outcome.event["resource_id"],
-                        outcome.event_id,
-                    )
+                    if self._owner_missing_log.allow():
+                        log.warning(
+                            "collector: no owner in payload or context, the API will dead-letter it "
+                            "event_type=%s resource_id=%s message_id=%s",
+                            outcome.oslo_event_type,
+                            outcome.event["resource_id"],
+                            outcome.event_id,
+                        )
             elif isinstance(outcome, Skipped):
                 received[outcome.event_type] += 1
                 _metrics.SKIPPED.labels(outcome.event_type, outcome.reason).inc()
@@ -107,18 +115,34 @@ class Consumer:
                 )
             else:
                 _metrics.UNPARSEABLE.labels(outcome.reason).inc()
-                log.warning(
-                    "collector: unparseable body reason=%s message_id=%s exchange=%s routing_key=%s "
-                    "detail=%s",
-                    outcome.reason,
-                    outcome.message_id or "-",
-                    delivery.exchange,
-                    delivery.routing_key,
-                    outcome.detail,
-                )
+                if self._unparseable_log.allow():
+                    log.warning(
+                        "collector: unparseable body reason=%s message_id=%s exchange=%s routing_key=%s "
+                        "detail=%s",
+                        outcome.reason,
+                        outcome.message_id or "-",
+                        delivery.exchange,
+                        delivery.routing_key,
+                        outcome.detail[:200],
+                    )
         for event_type, count in received.items():
             _metrics.RECEIVED.labels(event_type).inc(count)
+        self._say_left_out()
         return rows
+
+    def _say_left_out(self) -> None:
+        for limit, what, metric in (
+            (self._unparseable_log, "unparseable bodies", "tally_collector_unparseable_total"),
+            (self._owner_missing_log, "events without an owner", "tally_collector_owner_missing_total"),
+        ):
+            if left_out := limit.summary():
+                log.warning(
+                    "collector: %d more %s were not logged in the last %.0f s (each is counted in %s)",
+                    left_out,
+                    what,
+                    limit.window_s,
+                    metric,
+                )
 
     async def _commit(self, rows: list[tuple[str, bytes]]) -> int:
         """Commit ``rows``, trying again with backoff while the outbox cannot write; how many were new."""

@@ -82,6 +82,13 @@ WAITS_EXCEEDED = Counter(
 for _wait in ("slot", "connection"):
     WAITS_EXCEEDED.labels(_wait)
 
+LOCK_HELD_RUNS = Gauge(
+    "tally_sync_lock_held_runs",
+    "Runs of the cloud this process skipped in a row because another session held its sync lock; 0 "
+    "once one takes it. Growing: the holder's run is long, or the holder hangs (its lease ends it).",
+    ["cloud"],
+)
+
 ACTIONS = {Kind.CREATE: "created", Kind.UPDATE: "updated", Kind.DELETE: "deleted"}
 _STARTED = time.time()
 # Invariant: holds a cloud only once one of its runs completed (in this process, or restored from the store).
@@ -114,6 +121,7 @@ def init_cloud(cloud: str) -> None:
     LAST_COMPLETED.labels(cloud)
     LAST_ERROR.labels(cloud)
     CONFIG_INVALID.labels(cloud)
+    LOCK_HELD_RUNS.labels(cloud)
     for status in ("completed", "failed"):
         SYNC_DURATION.labels(cloud, status)
 

@@ -192,6 +192,8 @@ async def run_sync(
         try:
             poll_at = at if at is not None else WALL_CLOCK.now()
             async with store.sync_lock(cloud):
+                _held_in_a_row.pop(cloud, None)
+                _metrics.LOCK_HELD_RUNS.labels(cloud).set(0)
                 if at is None:
                     poll_at = await _after_newer_runs(store, cloud, poll_at)
                 await take_over(store, cloud)
@@ -213,7 +215,7 @@ async def run_sync(
                 )
         except SyncLockHeld:
             _metrics.SYNC_RUNS.labels(cloud, "skipped").inc()
-            log.info("sync lock held cloud=%s", cloud)
+            _lock_held(cloud)
             return SyncOutcome(RunStatus.LOCK_HELD, cloud)
         except ConnectionWaitTimeout as exc:
             # Raised outside the run's work: taking over, reading the bound or inserting the row (no row
@@ -227,6 +229,26 @@ async def run_sync(
             _metrics.IN_PROGRESS.dec()
             if slots is not None:
                 slots.release()
+
+
+# Runs of a cloud skipped in a row for a held lock, by cloud; gone once a run of it takes the lock.
+_held_in_a_row: dict[str, int] = {}
+#: From this many in a row, each skip is a warning: a sync that long, or a holder that hangs.
+LOCK_HELD_WARN_AFTER = 3
+
+
+def _lock_held(cloud: str) -> None:
+    skipped = _held_in_a_row[cloud] = _held_in_a_row.get(cloud, 0) + 1
+    _metrics.LOCK_HELD_RUNS.labels(cloud).set(skipped)
+    if skipped < LOCK_HELD_WARN_AFTER:
+        log.info("sync lock held cloud=%s", cloud)
+        return
+    log.warning(
+        "sync lock held cloud=%s skipped_in_a_row=%d: another session holds the cloud's lock; a hung "
+        "holder loses it when its lease ends",
+        cloud,
+        skipped,
+    )
 
 
 async def _after_newer_runs(store: SyncStore, cloud: str, wall: datetime) -> datetime:

@@ -15,6 +15,15 @@ vacuum for the length of the run. The holder releases it with
 ``pg_advisory_unlock`` before closing the connection: a closed connection's locks
 go only once its server process has exited, a moment later, and a sync started
 in that moment would find the lock held.
+
+A holder that hangs (a stopped process, a frozen VM) would keep its session, and the lock, for as
+long as its host answers TCP, which a stopped process's kernel does: every replica would skip the
+cloud for good. So the lock's session is a lease: the server ends it once it has been idle for
+``LEASE_S`` (``idle_session_timeout``, PostgreSQL 14+), and a live holder runs a statement on it every
+``HEARTBEAT_S``. Another replica takes the cloud within ``LEASE_S`` of the holder stopping (on
+PostgreSQL 13, without the setting, it does not). A holder
+that comes back finds its session gone ("sync lock lost", as after a server restart) and its run
+goes on without the lock.
 """
 
 from __future__ import annotations
@@ -34,6 +43,11 @@ log = logging.getLogger(__name__)
 
 #: How long the take of a lock may go on once it was asked for, whatever cancels its run meanwhile.
 TAKE_BOUND_S = 10.0
+#: The server ends a lock's session idle this long; a live holder speaks on it every HEARTBEAT_S.
+LEASE_S = 60.0
+HEARTBEAT_S = 10.0
+#: PostgreSQL 14 brought idle_session_timeout; on 13 a hung holder keeps its lock (no lease).
+IDLE_SESSION_TIMEOUT_SINCE = 140000
 
 
 @asynccontextmanager
@@ -61,7 +75,19 @@ async def hold_sync_lock(url: str, cloud: str) -> AsyncIterator[None]:
                 raise
             raise lost from exc
         try:
-            yield
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_keep_alive, conn, cloud)
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The heartbeat never raises: what the group holds is the run's own error, raised as it
+            # came (the caller catches SyncLockHeld, StoreUnavailable, ..., not a group).
+            if len(group.exceptions) == 1:
+                inner = group.exceptions[0]
+                raise inner from inner.__cause__
+            raise
         finally:
             with anyio.CancelScope(shield=True):
                 await _release_sync_lock(conn, cloud, key)
@@ -91,6 +117,10 @@ async def _take_sync_lock(conn: psycopg.AsyncConnection[Any], cloud: str) -> tup
     # for a concurrent adder of the same cloud to commit, so the read sees the key row whoever added it.
     # NOT EXISTS first, because ON CONFLICT alone would spend a number of the identity on every run.
     async with conn.pipeline():
+        if conn.info.server_version >= IDLE_SESSION_TIMEOUT_SINCE:
+            await conn.execute(
+                "SELECT set_config('idle_session_timeout', %s, false)", [f"{LEASE_S * 1000:.0f}"]
+            )
         await conn.execute(_ADD_SYNC_LOCK_KEY, [cloud, cloud])
         cursor = await conn.execute(_TRY_SYNC_LOCK, [cloud])
     row = await cursor.fetchone()
@@ -99,6 +129,19 @@ async def _take_sync_lock(conn: psycopg.AsyncConnection[Any], cloud: str) -> tup
     if not row[2]:
         raise SyncLockHeld(cloud)
     return int(row[0]), int(row[1])
+
+
+async def _keep_alive(conn: psycopg.AsyncConnection[Any], cloud: str) -> None:
+    """Keep the lease: a statement every ``HEARTBEAT_S``, each whole (shielded, bounded) so that the
+    release after it finds the connection idle. Ends, saying so, once the session is gone."""
+    while True:
+        await anyio.sleep(HEARTBEAT_S)
+        try:
+            with anyio.CancelScope(shield=True), anyio.fail_after(TAKE_BOUND_S):
+                await conn.execute("SELECT 1")
+        except (psycopg.Error, TimeoutError) as exc:
+            log.warning("sync lock lost with its connection before the run ended cloud=%s: %s", cloud, exc)
+            return
 
 
 async def _release_sync_lock(conn: psycopg.AsyncConnection[Any], cloud: str, key: tuple[int, int]) -> None:
