@@ -114,7 +114,10 @@ def backbone_resource(
             store = backbone.value.store
         except RuntimeError:
             return CheckResult(False, "the store is not open")
-        status = await store.schema_status()
+        # Under the store check's bound too: while the database is away /readyz answers within it,
+        # not at the checks' 2 s timeout.
+        with connection_deadline(time.monotonic() + STORE_CHECK_WAIT_S):
+            status = await store.schema_status()
         if status.behind:
             return CheckResult(
                 False,

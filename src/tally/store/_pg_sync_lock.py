@@ -90,7 +90,8 @@ async def hold_sync_lock(url: str, cloud: str) -> AsyncIterator[None]:
             raise
         finally:
             with anyio.CancelScope(shield=True):
-                await _release_sync_lock(conn, cloud, key)
+                if not conn.closed:  # else the heartbeat found the session gone, and said so
+                    await _release_sync_lock(conn, cloud, key)
     finally:
         # Shielded: a cancelled holder would otherwise skip the close and leave the connection, and
         # with it a lock taken by a cancelled take, to the garbage collector.
@@ -141,6 +142,8 @@ async def _keep_alive(conn: psycopg.AsyncConnection[Any], cloud: str) -> None:
                 await conn.execute("SELECT 1")
         except (psycopg.Error, TimeoutError) as exc:
             log.warning("sync lock lost with its connection before the run ended cloud=%s: %s", cloud, exc)
+            # Closed, so that the release does not say it again (the lock went with the session).
+            await conn.close()
             return
 
 
