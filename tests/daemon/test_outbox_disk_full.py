@@ -162,3 +162,57 @@ def test_a_full_disk_under_the_outbox_stops_consuming_and_resumes_without_a_rest
         assert log.count("outbox: writes commit again on") == 1, log
     finally:
         anyio.run(clean_up, amqp_url, exchange, queue, backend="asyncio")
+
+
+async def make_outbox(path: Path) -> None:
+    from tally.outbox import open_outbox
+
+    async with open_outbox(path) as outbox:
+        await outbox.add([("earlier", b"{}")])
+        await outbox.remove([row.seq for row in await outbox.peek(1)])
+
+
+@pytest.mark.rabbitmq
+def test_a_start_on_a_full_disk_waits_for_the_outbox_instead_of_crashing(
+    tmp_path: Path, amqp_url: str, small_filesystem: Any
+) -> None:
+    """The daemon restarted (by systemd, say) while the outbox's disk is full: SQLite cannot make the
+    WAL's files, so the outbox does not open. The collector tries again instead of crashing, and
+    starts by itself once there is room."""
+    unique = uuid.uuid4().hex[:10]
+    exchange, queue = f"tally-test-nova-{unique}", f"tally-test-start-{unique}"
+    anyio.run(declare, amqp_url, exchange, backend="asyncio")
+    state = tmp_path / "state"
+    outbox = small_filesystem.path / "outbox.sqlite3"
+    anyio.run(make_outbox, outbox)
+    small_filesystem.fill()
+    env = daemon_env(
+        state,
+        free_port(),
+        TALLY_OSC_AMQP_URL=amqp_url,
+        TALLY_OSC_EXCHANGES=exchange,
+        TALLY_OSC_QUEUE_NAME=queue,
+        TALLY_OSC_CLOUD="os-dev",
+        TALLY_OSC_FLUSH_INTERVAL_S="0.2",
+        TALLY_OSC_BUFFER_PATH=str(outbox),
+    )
+    try:
+        with running_daemon(env) as daemon:
+            # Longer than the supervisor's five restarts took to give up (about 3 s).
+            time.sleep(6)
+            assert daemon.proc.poll() is None, daemon.stop()
+            answer = httpx.get(f"{daemon.base_url}/readyz", timeout=5)
+            assert answer.status_code == 503
+            detail = str(answer.json()["checks"]["outbox"]["detail"])
+            assert detail.startswith("the outbox cannot write: ") and f" on {outbox} (" in detail, detail
+
+            small_filesystem.free()
+            wait_until_ready(daemon.base_url, timeout_s=20)
+            anyio.run(publish, amqp_url, exchange, range(3), backend="asyncio")
+            wait_for("the events stored", lambda: stored(state)[1] == 3, 20)
+            assert daemon.stop() == 0, daemon.log
+        assert "actor crashed" not in daemon.log and "supervisor giving up" not in daemon.log, daemon.log
+        assert daemon.log.count("the collector starts once it opens") == 1, daemon.log
+        assert "collector: the outbox opens again" in daemon.log
+    finally:
+        anyio.run(clean_up, amqp_url, exchange, queue, backend="asyncio")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -118,16 +117,18 @@ def collector_child(
     settings: Settings, readiness: Readiness, pipeline: Callable[[], IngestPipeline]
 ) -> ChildSpec:
     """The ``collector`` child; ``pipeline`` gives the in-process sink's pipeline once the store is open."""
-    from tally.collector import serve_collector
+    from tally.collector import Collector
 
     running: list[Collector] = []
 
     async def run(ctx: ActorContext) -> None:
         try:
             async with _open_sink(settings, pipeline) as sink, anyio.create_task_group() as tg:
-                collector: Collector = await tg.start(partial(serve_collector, settings, sink=sink))
+                collector = Collector(settings, sink=sink)
+                # Seen by the checks while it starts too: an outbox it cannot open yet says why.
                 running[:] = [collector]
                 try:
+                    await tg.start(collector.serve)
                     ctx.started()
                     await ctx.wait_stopping()
                     await collector.stop(settings.shutdown_grace_s)

@@ -292,26 +292,46 @@ class Outbox:
 
 @asynccontextmanager
 async def open_outbox(path: Path | str) -> AsyncIterator[Outbox]:
-    """Open (creating if needed) the outbox file at ``path``; closes it on exit."""
+    """Open (creating if needed) the outbox file at ``path``; closes it on exit. A file that cannot be
+    opened for writing (a full disk refuses the WAL's files) is ``OutboxWriteError``."""
     path = Path(path)
     prepare_state_file(path)
-    db = await aiosqlite.connect(str(path))
     try:
-        await db.execute("PRAGMA journal_mode=WAL")
-        # The broker forgets a message once acked, so a commit that preceded an ack must survive
-        # a power loss too: FULL costs one fsync per group commit, not one per event.
-        await db.execute("PRAGMA synchronous=FULL")
-        await db.execute("PRAGMA busy_timeout=5000")
-        await db.executescript(_SCHEMA)
-        await db.commit()
-        cursor = await db.execute(
-            "SELECT COUNT(*), MIN(enqueued_at), (SELECT COUNT(*) FROM dead_letters) FROM outbox"
-        )
-        row = await cursor.fetchone()
-        depth = int(row[0]) if row is not None else 0
-        oldest = float(row[1]) if row is not None and row[1] is not None else None
-        dead = int(row[2]) if row is not None else 0
-        yield Outbox(db, depth, oldest, dead, path=path)
+        db = await aiosqlite.connect(str(path))
+    except sqlite3.OperationalError as exc:
+        raise _cannot_open(exc, path) from exc
+    try:
+        try:
+            outbox = await _set_up(db, path)
+        except sqlite3.OperationalError as exc:
+            raise _cannot_open(exc, path) from exc
+        yield outbox
     finally:
         with anyio.CancelScope(shield=True):
             await db.close()
+
+
+def _cannot_open(exc: sqlite3.OperationalError, path: Path) -> OutboxWriteError:
+    error = classify(exc, path)
+    _metrics.WRITE_ERRORS.labels(error.reason).inc()
+    _metrics.WRITE_FAILING.set(1)
+    return error
+
+
+async def _set_up(db: aiosqlite.Connection, path: Path) -> Outbox:
+    """The pragmas and the tables, then the counts the ``Outbox`` starts from."""
+    await db.execute("PRAGMA journal_mode=WAL")
+    # The broker forgets a message once acked, so a commit that preceded an ack must survive
+    # a power loss too: FULL costs one fsync per group commit, not one per event.
+    await db.execute("PRAGMA synchronous=FULL")
+    await db.execute("PRAGMA busy_timeout=5000")
+    await db.executescript(_SCHEMA)
+    await db.commit()
+    cursor = await db.execute(
+        "SELECT COUNT(*), MIN(enqueued_at), (SELECT COUNT(*) FROM dead_letters) FROM outbox"
+    )
+    row = await cursor.fetchone()
+    depth = int(row[0]) if row is not None else 0
+    oldest = float(row[1]) if row is not None and row[1] is not None else None
+    dead = int(row[2]) if row is not None else 0
+    return Outbox(db, depth, oldest, dead, path=path)
