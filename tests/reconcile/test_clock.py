@@ -16,8 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import REGISTRY
 
-from tally.reconcile._clock import WallClock, run_instant
-from tally.reconcile._run import _after_newer_runs
+from tally.reconcile._clock import WallClock, after_newer_runs, run_instant
 from tally.store import Store
 
 T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
@@ -113,9 +112,9 @@ async def test_after_a_step_back_a_run_is_dated_after_the_clouds_newest_run(stor
     await store.finish_sync_run(failed, "failed", {}, ahead + timedelta(minutes=1, seconds=5))
 
     # The clock stepped back to T0: the next run is dated just after the newest one, not at T0.
-    instant = await _after_newer_runs(store, cloud, T0)
+    instant = await after_newer_runs(store, cloud, T0)
     assert instant == ahead + timedelta(minutes=1, microseconds=1)
     assert instant > (await store.last_completed_sync_started_at(cloud) or T0)
     # Once real time passed them, the wall clock dates runs again.
     later = ahead + timedelta(minutes=2)
-    assert await _after_newer_runs(store, cloud, later) == later
+    assert await after_newer_runs(store, cloud, later) == later

@@ -42,7 +42,7 @@ async def test_a_held_lock_answers_lock_held_and_writes_no_row(store: Store, tmp
 async def test_runs_skipped_in_a_row_for_a_held_lock_turn_to_warnings_and_are_counted(
     store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="tally.reconcile._run")
+    caplog.set_level(logging.INFO, logger="tally.reconcile._handover")
     async with open_harness(world(), store, tmp_path) as h:
         async with h.store.sync_lock(h.cloud):
             for n in range(4):

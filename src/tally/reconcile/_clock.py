@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 from prometheus_client import Counter
 
@@ -76,3 +77,31 @@ def run_instant(wall: datetime, newer_runs: Iterable[datetime]) -> datetime:
     if floor is not None and floor >= wall:
         return floor + ONE_MICROSECOND
     return wall
+
+
+# How far past the wall clock the newer runs are looked for (the query needs an upper end); ten years
+# is beyond any real step.
+NEWER_RUNS_HORIZON = timedelta(days=3650)
+
+
+class RunsStore(Protocol):
+    """The store method ``after_newer_runs`` reads (``tally.store.Store`` provides it)."""
+
+    async def sync_runs_between(
+        self, cloud: str, after: datetime, before: datetime, *, limit: int | None = None
+    ) -> list[dict[str, Any]]: ...
+
+
+async def after_newer_runs(store: RunsStore, cloud: str, wall: datetime) -> datetime:
+    """``wall``, or just after the cloud's newest run when one is dated at or after it (``run_instant``);
+    the caller holds the cloud's lock, so no run starts meanwhile."""
+    newer = await store.sync_runs_between(cloud, wall - ONE_MICROSECOND, wall + NEWER_RUNS_HORIZON)
+    instant = run_instant(wall, (run["started_at"] for run in newer))
+    if instant != wall:
+        log.info(
+            "sync dated after the cloud's newest run cloud=%s wall=%s at=%s",
+            cloud,
+            wall.isoformat(),
+            instant.isoformat(),
+        )
+    return instant

@@ -11,6 +11,10 @@ lock held. The gap is the interval less twice the jitter: a replica's own next t
 across replicas consecutive runs are between ``min_gap_s`` and ``interval × (1 + jitter)`` apart.
 A run on request (``POST /internal/sync``, ``tally sync``) always runs.
 
+A run that finds the lock held is skipped; from the ``LOCK_HELD_WARN_AFTER``-th in a row of a cloud
+each skip is a warning, and ``tally_sync_lock_held_runs`` counts them (a sync that long, or a holder
+that hangs until its lease ends).
+
 A row a stopped holder left ``running`` counts for nothing: it is failed here (the store's
 ``fail_stale_sync_runs``) with no ``completed_at``, so the next tick of any replica syncs the cloud.
 """
@@ -60,3 +64,30 @@ async def ran_recently(store: HandoverStore, cloud: str, now: datetime, min_gap_
     """True when ``cloud`` was synced within ``min_gap_s`` of ``now`` (see ``is_due``)."""
     gap = timedelta(seconds=min_gap_s)
     return not is_due(await store.sync_runs_between(cloud, now - gap, now + gap), now, min_gap_s)
+
+
+# Runs of a cloud skipped in a row for a held lock, by cloud; gone once a run of it takes the lock.
+_held_in_a_row: dict[str, int] = {}
+#: From this many in a row, each skip is a warning: a sync that long, or a holder that hangs.
+LOCK_HELD_WARN_AFTER = 3
+
+
+def lock_taken(cloud: str) -> None:
+    """A run of ``cloud`` holds its lock: the skips in a row start from zero."""
+    _held_in_a_row.pop(cloud, None)
+    _metrics.LOCK_HELD_RUNS.labels(cloud).set(0)
+
+
+def lock_held(cloud: str) -> None:
+    """A run of ``cloud`` found its lock held and is skipped: counted, and said (see the docstring)."""
+    skipped = _held_in_a_row[cloud] = _held_in_a_row.get(cloud, 0) + 1
+    _metrics.LOCK_HELD_RUNS.labels(cloud).set(skipped)
+    if skipped < LOCK_HELD_WARN_AFTER:
+        log.info("sync lock held cloud=%s", cloud)
+        return
+    log.warning(
+        "sync lock held cloud=%s skipped_in_a_row=%d: another session holds the cloud's lock; a hung "
+        "holder loses it when its lease ends",
+        cloud,
+        skipped,
+    )

@@ -39,7 +39,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Protocol
 
 import anyio
@@ -61,20 +61,16 @@ from tally.store import (
 from . import _metrics
 from ._adapter import Adapter, ObserveRequest, Progress
 from ._booking import IngestsEvents, book
-from ._clock import WALL_CLOCK, run_instant
+from ._clock import WALL_CLOCK, after_newer_runs
 from ._diff import date_absence_deletes, diff, restore_vouched_facts
 from ._errors import RunAborted
-from ._handover import ran_recently, take_over
+from ._handover import lock_held, lock_taken, ran_recently, take_over
 from ._model import Deferral, DeferredCorrection, EarlierRun, Kind, Plan, Reason, SyncOutcome
 from ._model import Status as RunStatus
 from ._names import learn_size_names
 from ._rules import cap_errors, deleted_servers_window, held_no_row
 
 log = logging.getLogger(__name__)
-
-# How far past the wall clock the newer runs are looked for (the query needs an upper end); ten years
-# is beyond any real step.
-NEWER_RUNS_HORIZON = timedelta(days=3650)
 
 RUNS_PAGE = 50
 FINISH_GRACE_S = 10.0
@@ -192,10 +188,9 @@ async def run_sync(
         try:
             poll_at = at if at is not None else WALL_CLOCK.now()
             async with store.sync_lock(cloud):
-                _held_in_a_row.pop(cloud, None)
-                _metrics.LOCK_HELD_RUNS.labels(cloud).set(0)
+                lock_taken(cloud)
                 if at is None:
-                    poll_at = await _after_newer_runs(store, cloud, poll_at)
+                    poll_at = await after_newer_runs(store, cloud, poll_at)
                 await take_over(store, cloud)
                 if min_gap_s is not None and await ran_recently(store, cloud, poll_at, min_gap_s):
                     _metrics.SYNC_RUNS.labels(cloud, "skipped").inc()
@@ -215,7 +210,7 @@ async def run_sync(
                 )
         except SyncLockHeld:
             _metrics.SYNC_RUNS.labels(cloud, "skipped").inc()
-            _lock_held(cloud)
+            lock_held(cloud)
             return SyncOutcome(RunStatus.LOCK_HELD, cloud)
         except ConnectionWaitTimeout as exc:
             # Raised outside the run's work: taking over, reading the bound or inserting the row (no row
@@ -229,40 +224,6 @@ async def run_sync(
             _metrics.IN_PROGRESS.dec()
             if slots is not None:
                 slots.release()
-
-
-# Runs of a cloud skipped in a row for a held lock, by cloud; gone once a run of it takes the lock.
-_held_in_a_row: dict[str, int] = {}
-#: From this many in a row, each skip is a warning: a sync that long, or a holder that hangs.
-LOCK_HELD_WARN_AFTER = 3
-
-
-def _lock_held(cloud: str) -> None:
-    skipped = _held_in_a_row[cloud] = _held_in_a_row.get(cloud, 0) + 1
-    _metrics.LOCK_HELD_RUNS.labels(cloud).set(skipped)
-    if skipped < LOCK_HELD_WARN_AFTER:
-        log.info("sync lock held cloud=%s", cloud)
-        return
-    log.warning(
-        "sync lock held cloud=%s skipped_in_a_row=%d: another session holds the cloud's lock; a hung "
-        "holder loses it when its lease ends",
-        cloud,
-        skipped,
-    )
-
-
-async def _after_newer_runs(store: SyncStore, cloud: str, wall: datetime) -> datetime:
-    """``wall``, or just after the cloud's newest run when one is dated at or after it (``run_instant``)."""
-    newer = await store.sync_runs_between(cloud, wall - ONE_MICROSECOND, wall + NEWER_RUNS_HORIZON)
-    instant = run_instant(wall, (run["started_at"] for run in newer))
-    if instant != wall:
-        log.info(
-            "sync dated after the cloud's newest run cloud=%s wall=%s at=%s",
-            cloud,
-            wall.isoformat(),
-            instant.isoformat(),
-        )
-    return instant
 
 
 DATABASE_AWAY = "the database does not answer"
