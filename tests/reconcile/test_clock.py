@@ -9,17 +9,28 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import REGISTRY
+from reconcile_support import T0, builder, minutes, open_harness
 
+from tally.core import utc_now
+from tally.openstack import OpenStackAdapter
 from tally.reconcile._clock import WallClock, after_newer_runs, run_instant
+from tally.reconcile._run import RunSettings, run_sync
 from tally.store import Store
 
-T0 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+
+def world():  # type: ignore[no-untyped-def]
+    b = builder()
+    p = b.project("alpha")
+    f = b.flavor("m1.small", vcpus=1, ram_mb=2048, disk_gb=20)
+    b.instance(p, f, created_at=T0 + minutes(1))
+    return b.build()
 
 
 class Clocks:
@@ -118,3 +129,27 @@ async def test_after_a_step_back_a_run_is_dated_after_the_clouds_newest_run(stor
     # Once real time passed them, the wall clock dates runs again.
     later = ahead + timedelta(minutes=2)
     assert await after_newer_runs(store, cloud, later) == later
+
+
+@pytest.mark.anyio
+async def test_a_run_of_the_wall_clock_behind_the_clouds_runs_is_dated_and_ends_after_them(
+    store: Store, tmp_path: Path
+) -> None:
+    """The real wall clock, behind runs recorded an hour ahead of it (as after a step back): the run is
+    dated just after them, and its end is not before its start."""
+    async with open_harness(world(), store, tmp_path) as h:
+        ahead = utc_now() + timedelta(hours=1)
+        earlier = await h.store.start_sync_run(h.cloud, ahead)
+        await h.store.finish_sync_run(earlier, "completed", {}, ahead + timedelta(seconds=5))
+        h.at(T0 + minutes(60))
+        outcome = await run_sync(
+            h.entry,
+            store=h.store,
+            pipeline=h.pipeline,
+            open_adapter=OpenStackAdapter,
+            settings=RunSettings(settle_s=h.settle_s, budget_s=h.budget_s),
+        )
+        row = await h.run_row(outcome)
+        assert row["started_at"] == ahead + timedelta(microseconds=1)
+        assert row["completed_at"] >= row["started_at"]
+        assert await h.store.last_completed_sync_started_at(h.cloud) == row["started_at"]

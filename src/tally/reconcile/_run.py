@@ -207,6 +207,7 @@ async def run_sync(
                     began,
                     slot_wait,
                     waits,
+                    dated_by_wall=at is None,
                 )
         except SyncLockHeld:
             _metrics.SYNC_RUNS.labels(cloud, "skipped").inc()
@@ -255,8 +256,11 @@ async def _locked_run(
     began: float,
     slot_wait: float,
     waits: ConnectionWaits,
+    *,
+    dated_by_wall: bool,
 ) -> SyncOutcome:
-    """The run once it holds its slot and its lock; ``began`` is when it asked for the slot."""
+    """The run once it holds its slot and its lock; ``began`` is when it asked for the slot;
+    ``dated_by_wall``: ``poll_at`` is the wall clock's (its end is then recorded no earlier)."""
     cloud = entry.cloud
     bound = await store.last_completed_sync_started_at(cloud)
     run_id = await store.start_sync_run(cloud, poll_at)
@@ -306,17 +310,21 @@ async def _locked_run(
     except BaseException:
         stats.errors.append(f"the run of {cloud} was cancelled while {progress.current()}")
         with anyio.CancelScope(shield=True):
-            await _finish(store, cloud, run_id, stats, worked_from)
+            await _finish(store, cloud, run_id, stats, worked_from, poll_at if dated_by_wall else None)
         raise
-    return await _finish(store, cloud, run_id, stats, worked_from)
+    return await _finish(store, cloud, run_id, stats, worked_from, poll_at if dated_by_wall else None)
 
 
-async def _finish(store: SyncStore, cloud: str, run_id: str, stats: RunStats, began: float) -> SyncOutcome:
+async def _finish(
+    store: SyncStore, cloud: str, run_id: str, stats: RunStats, began: float, not_before: datetime | None
+) -> SyncOutcome:
     status = RunStatus.FAILED if stats.errors else RunStatus.COMPLETED
     document = stats.to_json()
+    # A run the wall clock dated after its cloud's newest run (the clock went back) ends no earlier.
+    completed_at = utc_now() if not_before is None else max(utc_now(), not_before)
     try:
         with connection_deadline(time.monotonic() + FINISH_GRACE_S):
-            await store.finish_sync_run(run_id, status.value, document, utc_now())
+            await store.finish_sync_run(run_id, status.value, document, completed_at)
     except StoreUnavailable as exc:
         # The database is away (or no connection came within the grace): the row stays running, and
         # the next run that takes the cloud's lock fails it as one whose holder stopped.
