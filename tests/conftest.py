@@ -3,6 +3,9 @@
 - ``pg_url``: a fresh, empty PostgreSQL database (unique name), dropped after the test.
 - ``pg_schema_url``: a fresh schema of one database shared by the run, dropped after the test.
 - ``pg_session_schema``: makes a schema of that database that lasts the whole run.
+- ``small_filesystem``: a 4 MiB tmpfs of the test's own, mounted under its tmp_path, to fill
+  (``fill()``: a filler file takes every free byte) and free again; unmounted after the test. Without
+  the right to mount (not root, no CAP_SYS_ADMIN) the test skips (fails in CI).
 - ``pg_node``: a PostgreSQL cluster of the test's own (``tally.simulator.pg_node``), started, to
   restart, stop and start under what the test runs; removed after it.
 - ``amqp_url``: the RabbitMQ URL on a vhost this run made (``rabbitmqctl add_vhost``) and deletes at
@@ -17,6 +20,7 @@ a CI run must never turn green by silently testing less.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -97,6 +101,48 @@ def pg_node(tmp_path: Path) -> Iterator[PgNode]:
         yield node
     finally:
         node.stop(remove=True)
+
+
+class SmallFilesystem:
+    """A size-limited tmpfs: a full disk the test can make (``fill``) and end (``free``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._filler = path / "filler"
+
+    def fill(self) -> None:
+        """Take every free byte with a filler file: the next write that needs a new block fails."""
+        # Unbuffered, so a refused write fails here and not again in close().
+        with self._filler.open("ab", buffering=0) as filler:
+            for chunk in (1 << 16, 512):
+                with contextlib.suppress(OSError):
+                    while True:
+                        filler.write(b"\0" * chunk)
+        free = os.statvfs(self.path).f_bavail
+        assert free == 0, f"{free} blocks still free on {self.path}"
+
+    def free(self) -> None:
+        self._filler.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def small_filesystem(tmp_path: Path) -> Iterator[SmallFilesystem]:
+    mount_point = tmp_path / "small-fs"
+    mount_point.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m,mode=0777", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        message = f"cannot mount a tmpfs for the full-disk test: {done.stderr.strip()}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    try:
+        yield SmallFilesystem(mount_point)
+    finally:
+        subprocess.run(["umount", "--lazy", str(mount_point)], check=True)
 
 
 @pytest.fixture(autouse=True)

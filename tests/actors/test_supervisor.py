@@ -96,6 +96,24 @@ async def test_intensity_limit_stops_the_tree_and_raises() -> None:
     assert sup.statistics().state is SupervisorState.STOPPED
 
 
+async def test_giving_up_names_the_last_error_in_one_line_through_groups() -> None:
+    async def disk_full(ctx: ActorContext) -> None:
+        ctx.started()
+        raise ExceptionGroup("unhandled errors in a TaskGroup", [OSError("disk full\non /var/lib/tally")])
+
+    sup = Supervisor(
+        [ChildSpec("collector", disk_full)],
+        backoff=Backoff(initial_s=0.001, jitter=0.0),
+        intensity=Intensity(max_restarts=2, within_s=10),
+    )
+    with anyio.fail_after(5), pytest.raises(SupervisorGaveUp) as info:
+        await sup.run()
+    assert str(info.value) == (
+        "supervisor 'root' gave up: actor 'collector' crashed again after 2 restarts within 10s; "
+        "last error: OSError: disk full on /var/lib/tally"
+    )
+
+
 async def test_restarts_spread_out_in_time_do_not_trip_the_limit() -> None:
     runs = 0
     fifth = anyio.Event()

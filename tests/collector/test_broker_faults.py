@@ -225,10 +225,12 @@ async def test_a_frozen_broker_costs_a_reconnect_and_nothing_else(
     node: BrokerNode, vhost: str, tmp_path: Path
 ) -> None:
     """SIGSTOP for 12 s with a 2 s heartbeat: the collector gives the connection up, tries a broker
-    that accepts TCP but never answers (connect timeout), and consumes again once it is thawed."""
+    that accepts TCP but never answers (connect timeout), and consumes again once it is thawed. The
+    node did not restart (what a network drop looks like from the collector too): no race counted."""
     url = node.vhost_url(vhost)
     count = 1500
     lost_before = _metric("tally_collector_connections_lost_total")
+    races_before = _metric("tally_collector_rebind_races_total", exchange="nova")
     async with collecting(tmp_path, url + "?heartbeat=2&connect_timeout=2", "nova") as (sink, collector):
         async with _publishing(url, "nova", count, 150):
             await wait_for(lambda: len(sink.events) >= 100, within=60)
@@ -243,6 +245,7 @@ async def test_a_frozen_broker_costs_a_reconnect_and_nothing_else(
         assert collector.broker_problem() is None
     assert _resources(sink) == {f"vm-{n}" for n in range(count)}
     assert _metric("tally_collector_connections_lost_total") > lost_before
+    assert _metric("tally_collector_rebind_races_total", exchange="nova") == races_before
 
 
 async def test_a_memory_alarm_blocks_the_publisher_and_the_collector_goes_on(

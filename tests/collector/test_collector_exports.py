@@ -52,6 +52,7 @@ def test_outbox_surface() -> None:
             "Outbox",
             "OutboxRow",
             "OutboxStatistics",
+            "OutboxWriteError",
             "Refusal",
             "Sender",
             "SenderStatistics",

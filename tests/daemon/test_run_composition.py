@@ -42,7 +42,7 @@ def test_embedded_defaults_host_the_reporting_api_over_the_sqlite_store(tmp_path
     )
     with running_daemon(env) as daemon:
         checks = wait_until_ready(daemon.base_url)
-        assert checks["store"] == {"ok": True, "detail": "sqlite answers"}
+        assert checks["store"] == {"ok": True, "detail": "sqlite answers and takes writes"}
         assert checks["schema"]["ok"] is True
         assert (state / "tally.sqlite3").is_file()
 
@@ -87,7 +87,7 @@ def test_the_store_is_postgresql_when_a_db_url_is_set(tmp_path: Path, pg_url: st
     env = daemon_env(state, free_port(), TALLY_REPORTING_DB_URL=pg_url, TALLY_REPORTING_DB_MAX_CONNS="2")
     with running_daemon(env) as daemon:
         checks = wait_until_ready(daemon.base_url)
-        assert checks["store"] == {"ok": True, "detail": "postgresql answers"}
+        assert checks["store"] == {"ok": True, "detail": "postgresql answers and takes writes"}
         assert checks["schema"]["ok"] is True
         admin = secret(env, "token", "create", "--role", "admin")
         listed = httpx.get(

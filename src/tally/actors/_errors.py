@@ -45,11 +45,15 @@ class BudgetExceeded(ActorError, TimeoutError):
 class SupervisorGaveUp(ActorError):
     """More than ``max_restarts`` restarts happened within ``within_s``: the supervisor stopped its tree."""
 
-    def __init__(self, supervisor: str, actor: str, max_restarts: int, within_s: float) -> None:
+    def __init__(
+        self, supervisor: str, actor: str, max_restarts: int, within_s: float, last_error: str = ""
+    ) -> None:
         super().__init__(
             f"supervisor {supervisor!r} gave up: actor {actor!r} crashed again after "
             f"{max_restarts} restarts within {within_s:g}s"
+            + (f"; last error: {last_error}" if last_error else "")
         )
+        self.last_error = last_error
         self.supervisor = supervisor
         self.actor = actor
         self.max_restarts = max_restarts

@@ -269,7 +269,7 @@ class Supervisor:
                         attempt = 0
                     attempt += 1
                     if not self._admit_restart():
-                        self._give_up(name)
+                        self._give_up(name, crash)
                         self.stop()
                         break
                     delay = self.backoff.delay(attempt, self._rng)
@@ -299,14 +299,25 @@ class Supervisor:
             self._restart_times.popleft()
         return len(self._restart_times) <= self.intensity.max_restarts
 
-    def _give_up(self, actor: str) -> None:
+    def _give_up(self, actor: str, crash: BaseException | None) -> None:
+        last = _one_line(crash) if crash is not None else ""
         self._gave_up = SupervisorGaveUp(
-            self.name, actor, self.intensity.max_restarts, self.intensity.within_s
+            self.name, actor, self.intensity.max_restarts, self.intensity.within_s, last
         )
         log.error(
-            "supervisor giving up supervisor=%s actor=%s max_restarts=%d within_s=%g",
+            "supervisor giving up supervisor=%s actor=%s max_restarts=%d within_s=%g last_error=%s",
             self.name,
             actor,
             self.intensity.max_restarts,
             self.intensity.within_s,
+            last or "-",
         )
+
+
+def _one_line(exc: BaseException) -> str:
+    """The innermost error of ``exc`` (through exception groups) as one line: what an operator reads
+    in the exit line, rather than a nested group ("disk full on PATH", not "unhandled errors ...")."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}"[:300]

@@ -14,9 +14,11 @@ down does not change in a second).
 
 That race cannot be won every time: a service whose own retry lands in the instant between the
 node opening its port and the collector's binding publishes into an exchange with no binding of
-ours, and the broker drops it. So after an outage in which the node was down (its port closed, or
-it said it was shutting down), the collector first checks each non-durable exchange: one that is
-already there was declared again by a service before us, and is counted in
+ours, and the broker drops it. So after an outage in which the node may have been down (its port
+closed or silent, or it said it was shutting down), the collector first looks for its canary, a
+non-durable exchange of its own (``AmqpConfig.canary_exchange``): still there, the node did not
+restart (a network drop, a frozen node) and nothing was lost. Gone, it checks each non-durable
+exchange: one that is already there was declared again by a service before us, and is counted in
 ``tally_collector_rebind_races_total`` with a warning, the record of a possible loss that the next
 sync repairs. Durable exchanges, or the broker's definitions loaded at boot (``tally collector
 definitions``, then ``TALLY_OSC_BROKER_DEFINITIONS=true``), leave no such window and no check.
@@ -103,6 +105,14 @@ class AmqpConfig:
     def bindings_survive_restarts(self) -> bool:
         """Whether a restarted node has the bindings before any service can publish."""
         return self.durable_exchanges or self.broker_definitions
+
+    @property
+    def canary_exchange(self) -> str:
+        """A non-durable exchange of the collector's own, declared on every connect: a restart deletes
+        it as it deletes the services' exchanges, and nobody else declares it, so finding it after an
+        outage says the node did not restart (a network drop, a frozen node) and no race happened.
+        Named after the queue, so the permission that lets the collector declare its queue covers it."""
+        return f"{self.queue_name}.canary"
 
     def queue_arguments(self) -> dict[str, Any] | None:
         # A classic queue is declared without the argument, so an existing queue declared by an
@@ -229,10 +239,15 @@ class AmqpSource:
             raced: list[str] = []
             if node_was_down and not config.bindings_survive_restarts:
                 # Before qos: a probe of a missing exchange costs the channel, opened again bare.
-                raced = [name for name in config.exchanges if await opened.exchange_exists(name)]
+                if await opened.exchange_exists(config.canary_exchange):
+                    log.info("collector: the broker kept its exchanges through the outage (no restart)")
+                else:
+                    raced = [name for name in config.exchanges if await opened.exchange_exists(name)]
             await opened.qos(config.prefetch)
             for exchange in config.exchanges:
                 await opened.declare_exchange(exchange, durable=config.durable_exchanges)
+            if not config.bindings_survive_restarts:
+                await opened.declare_exchange(config.canary_exchange, durable=False)
             await opened.declare_queue(config.queue_name, config.queue_arguments())
             for exchange in config.exchanges:
                 for topic in config.topics:

@@ -1,5 +1,6 @@
 """The standalone collector's HTTP surface: ``/healthz`` (turns 503 when delivery stalls), ``/readyz``
-(503 with the reason while it cannot consume from the broker) and ``/metrics``.
+(503 with the reason while it cannot consume from the broker or its outbox cannot write) and
+``/metrics``.
 
 The daemon's health blueprint answers ``/healthz`` for a live process; the
 collector's answer says more: it is unhealthy once rows waited
@@ -27,7 +28,7 @@ def create_health_app(collector: Collector, *, metrics_enabled: bool = True) -> 
 
     @app.get("/readyz")
     async def readyz() -> tuple[dict[str, Any], int]:
-        problem = collector.broker_problem()
+        problem = await collector.outbox_problem() or collector.broker_problem()
         if problem is None:
             return {"status": "ready"}, 200
         return {"status": "not ready", "detail": problem}, 503

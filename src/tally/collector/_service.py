@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -16,7 +18,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from tally.config import Settings
-from tally.outbox import EventSink, Outbox, Sender, open_outbox
+from tally.outbox import EventSink, Outbox, OutboxWriteError, Sender, open_outbox
 
 from ._amqp import AmqpConfig, AmqpSource, split_list
 from ._bus import InProcessBus
@@ -95,6 +97,8 @@ class Collector:
         self._started_at = time.time()
         self._source: AmqpSource | None = None
         self._consuming: anyio.CancelScope | None = None
+        # Why the outbox could not be opened, while the collector tries again (a full disk at start).
+        self._open_problem: str | None = None
 
     def statistics(self) -> CollectorStatistics:
         return CollectorStatistics(
@@ -110,6 +114,14 @@ class Collector:
         if self._source is None:
             return None if self.amqp is None else "starting"
         return self._source.problem
+
+    async def outbox_problem(self) -> str | None:
+        """Why the outbox cannot write ("the outbox cannot write: disk full on PATH ..."), or None
+        while it can (``Outbox.check_writable``); consuming waits for it meanwhile."""
+        if self.outbox is None:
+            return self._open_problem
+        problem = await self.outbox.check_writable()
+        return None if problem is None else problem.detail
 
     def health(self) -> Health:
         threshold = self.settings.osc_unhealthy_threshold_s
@@ -181,11 +193,36 @@ class Collector:
         if self.sender is not None:
             await self.sender.flush_until_empty()
 
+    @asynccontextmanager
+    async def _open_outbox(self) -> AsyncIterator[Outbox]:
+        """The outbox, opened as soon as it can be: a file the disk cannot take (full at start, so
+        SQLite cannot make the WAL's files) is tried again every 0.25 to 5 s, its reason on
+        ``outbox_problem``, rather than crashing the collector into a restart loop."""
+        path, delay = self.settings.outbox_path, 0.25
+        while True:
+            opened = False
+            try:
+                async with open_outbox(path) as outbox:
+                    opened = True
+                    if self._open_problem is not None:
+                        log.warning("collector: the outbox opens again path=%s", path)
+                        self._open_problem = None
+                    yield outbox
+                    return
+            except OutboxWriteError as exc:
+                if opened:
+                    raise
+                if self._open_problem is None:
+                    log.warning("collector: %s; the collector starts once it opens", exc.detail)
+                self._open_problem = exc.detail
+            await anyio.sleep(delay)
+            delay = min(5.0, delay * 2)
+
     async def serve(self, *, task_status: TaskStatus[Collector] = anyio.TASK_STATUS_IGNORED) -> NoReturn:
         settings = self.settings
         # Before anything else runs, so a bad URL is one plain error, not a task group's.
         self._source = AmqpSource(self.amqp) if self.amqp is not None else None
-        async with open_outbox(settings.outbox_path) as outbox, anyio.create_task_group() as tg:
+        async with self._open_outbox() as outbox, anyio.create_task_group() as tg:
             self.outbox = outbox
             self.sender = Sender(
                 outbox,

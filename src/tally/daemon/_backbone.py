@@ -7,7 +7,8 @@ time meanwhile, since a long migration must not be killed by the unit's start ti
 write through, and the ``SyncService`` of the configured clouds. Building them here, once the store is
 open, keeps one instance of each for the life of the store.
 
-Its readiness checks: ``store`` (the database answers; failing longer than
+Its readiness checks: ``store`` (the database answers and takes a write that changes nothing; failing
+longer than
 ``TALLY_REPORTING_UNHEALTHY_THRESHOLD_S`` also turns ``/healthz`` 503) and ``schema`` (not behind this build's
 migrations; with migrations off, ``/readyz`` stays 503 until an operator runs ``tally migrate up``).
 """
@@ -101,18 +102,22 @@ def backbone_resource(
             store = backbone.value.store
         except RuntimeError:
             return CheckResult(False, "the store is not open")
-        # A round trip: raises when the database does not answer. The wait for a pooled connection ends
-        # before the check's own timeout, so that the detail says why (a server away, a busy pool).
+        # A write that changes nothing: raises when the database does not answer or cannot write (a
+        # read-only PostgreSQL, a full disk under SQLite). The wait for a pooled connection ends before
+        # the check's own timeout, so that the detail says why (a server away, a busy pool).
         with connection_deadline(time.monotonic() + STORE_CHECK_WAIT_S):
-            await store.schema_status()
-        return CheckResult(True, f"{dialect} answers")
+            await store.write_check()
+        return CheckResult(True, f"{dialect} answers and takes writes")
 
     async def schema_current() -> CheckResult:
         try:
             store = backbone.value.store
         except RuntimeError:
             return CheckResult(False, "the store is not open")
-        status = await store.schema_status()
+        # Under the store check's bound too: while the database is away /readyz answers within it,
+        # not at the checks' 2 s timeout.
+        with connection_deadline(time.monotonic() + STORE_CHECK_WAIT_S):
+            status = await store.schema_status()
         if status.behind:
             return CheckResult(
                 False,

@@ -8,7 +8,10 @@ outbox for the next start.
 
 Its readiness check ``collector`` fails while the collector cannot consume from the broker, with
 the reason (the broker unreachable, a refused login or vhost), and once rows waited
-``TALLY_OSC_UNHEALTHY_THRESHOLD_S`` without an accepted batch.
+``TALLY_OSC_UNHEALTHY_THRESHOLD_S`` without an accepted batch; its check ``outbox`` fails while the
+outbox cannot commit a write (a full disk, a read-only file), naming the cause and the path: the last
+write's outcome when younger than 5 s, else a one-page write probe.
+A fault of the outbox never crashes the actor: consuming waits and resumes by itself.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -113,16 +115,18 @@ def collector_child(
     settings: Settings, readiness: Readiness, pipeline: Callable[[], IngestPipeline]
 ) -> ChildSpec:
     """The ``collector`` child; ``pipeline`` gives the in-process sink's pipeline once the store is open."""
-    from tally.collector import serve_collector
+    from tally.collector import Collector
 
     running: list[Collector] = []
 
     async def run(ctx: ActorContext) -> None:
         try:
             async with _open_sink(settings, pipeline) as sink, anyio.create_task_group() as tg:
-                collector: Collector = await tg.start(partial(serve_collector, settings, sink=sink))
+                collector = Collector(settings, sink=sink)
+                # Seen by the checks while it starts too: an outbox it cannot open yet says why.
                 running[:] = [collector]
                 try:
+                    await tg.start(collector.serve)
                     ctx.started()
                     await ctx.wait_stopping()
                     await collector.stop(settings.shutdown_grace_s)
@@ -146,5 +150,12 @@ def collector_child(
         detail = health.detail or f"outbox_depth={health.depth}"
         return CheckResult(health.healthy, detail)
 
+    async def outbox_writes() -> CheckResult:
+        if not running:
+            return CheckResult(False, "the collector is not running")
+        problem = await running[0].outbox_problem()
+        return CheckResult(problem is None, problem or "writes commit")
+
     readiness.register("collector", healthy)
+    readiness.register("outbox", outbox_writes)
     return ChildSpec("collector", run)

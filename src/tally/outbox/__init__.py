@@ -1,6 +1,7 @@
 """The collector's outbox and sender: commit before ack, delete after acceptance.
 
-``open_outbox`` opens the SQLite file; ``Sender`` delivers its rows to an
+``open_outbox`` opens the SQLite file (a write it cannot commit raises
+``OutboxWriteError`` and leaves its reason in ``Outbox.write_problem``); ``Sender`` delivers its rows to an
 ``EventSink``: ``HttpSink`` (a Reporting API) or ``IngestSink`` (this daemon's
 ingest pipeline).
 """
@@ -19,6 +20,7 @@ from ._sink import HttpSink as HttpSink
 from ._sink import IngestSink as IngestSink
 from ._sink import Refusal as Refusal
 from ._sink import SinkConfigError as SinkConfigError
+from ._write_fault import OutboxWriteError as OutboxWriteError
 
 __all__ = [
     "DeadLetterRow",
@@ -30,6 +32,7 @@ __all__ = [
     "Outbox",
     "OutboxRow",
     "OutboxStatistics",
+    "OutboxWriteError",
     "Refusal",
     "Sender",
     "SenderStatistics",

@@ -36,3 +36,16 @@ EVENTS_DEAD_LETTERED = Counter(
     "tally_collector_events_dead_lettered_total",
     "Events the sender moved to the outbox's dead letters.",
 )
+WRITE_FAILING = Gauge(
+    "tally_collector_outbox_write_failing",
+    "1 while the outbox's last write failed (disk full, read-only, I/O error): consuming has stopped, "
+    "the messages wait in the broker; 0 once a write commits again.",
+)
+WRITE_ERRORS = Counter(
+    "tally_collector_outbox_write_errors_total",
+    "Outbox writes that could not commit, by reason (disk_full, read_only, io_error, cannot_open, "
+    "locked, permission, other).",
+    ["reason"],
+)
+for _reason in ("disk_full", "read_only", "io_error", "cannot_open", "locked", "permission", "other"):
+    WRITE_ERRORS.labels(_reason)

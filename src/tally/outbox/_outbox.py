@@ -16,10 +16,16 @@ counted in metrics, listed by ``tally collector dead-letters`` and moved back to
 the outbox by ``tally collector replay``. That command may run in another
 process while the collector runs: ``refresh`` (the sender calls it every flush
 interval) counts the rows it put back.
+
+A write that cannot commit (a full disk, a read-only file) is rolled back and
+raised as ``OutboxWriteError``; ``write_problem`` names it until a write
+commits again (``_write_fault``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
@@ -32,6 +38,7 @@ import anyio
 from tally.config import prepare_state_file
 
 from . import _metrics
+from ._write_fault import OutboxWriteError, WriteFaults, classify
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
@@ -80,9 +87,12 @@ class OutboxStatistics:
 class Outbox:
     """Use ``open_outbox``; the constructor takes an already opened connection."""
 
-    def __init__(self, db: aiosqlite.Connection, depth: int, oldest: float | None, dead: int = 0) -> None:
+    def __init__(
+        self, db: aiosqlite.Connection, depth: int, oldest: float | None, dead: int = 0, *, path: Path
+    ) -> None:
         self._db = db
         self._lock = anyio.Lock()
+        self._faults = WriteFaults(path)
         # Invariant: equals SELECT COUNT(*) FROM outbox after every committed write of this process
         # and after every refresh (rows another process put back are counted from then on).
         self._depth = depth
@@ -98,6 +108,46 @@ class Outbox:
     @property
     def depth(self) -> int:
         return self._depth
+
+    @property
+    def write_problem(self) -> OutboxWriteError | None:
+        """Why the last write could not commit, or None once one did (or before any was tried)."""
+        return self._faults.problem
+
+    async def check_writable(self, *, fresh_s: float = 5.0) -> OutboxWriteError | None:
+        """Why the outbox cannot write, or None. The last write's outcome when it is younger than
+        ``fresh_s``; else a probe: the header's user_version rewritten, one page committed, which a
+        full disk refuses (``/readyz`` calls this, so an idle outbox is checked too)."""
+        last = self._faults.last_outcome_at
+        if last is not None and time.monotonic() - last < fresh_s:
+            return self._faults.problem
+        with contextlib.suppress(OutboxWriteError):
+            async with self._writing() as db:
+                cursor = await db.execute("PRAGMA user_version")
+                found = await cursor.fetchone()
+                await db.execute(f"PRAGMA user_version = {int(found[0]) if found else 0}")
+                await db.commit()
+        return self._faults.problem
+
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction under the lock: committed by the caller, rolled back on a storage
+        fault, which is raised as ``OutboxWriteError`` and recorded."""
+        async with self._lock:
+            try:
+                yield self._db
+            except sqlite3.OperationalError as exc:
+                error = classify(exc, self._faults.path)
+                with anyio.CancelScope(shield=True):
+                    await self._roll_back()
+                self._faults.failed(error)
+                raise error from exc
+        self._faults.succeeded()
+
+    async def _roll_back(self) -> None:
+        # Nothing of the failed transaction is committed either way; the next write tells more.
+        with contextlib.suppress(sqlite3.Error):
+            await self._db.rollback()
 
     def statistics(self) -> OutboxStatistics:
         return OutboxStatistics(self._depth, self._oldest)
@@ -116,13 +166,13 @@ class Outbox:
         if not rows:
             return 0
         now = time.time()
-        async with self._lock:
-            cursor = await self._db.executemany(
+        async with self._writing() as db:
+            cursor = await db.executemany(
                 "INSERT OR IGNORE INTO outbox (event_id, body, enqueued_at) VALUES (?, ?, ?)",
                 [(event_id, body, now) for event_id, body in rows],
             )
             added = max(cursor.rowcount, 0)
-            await self._db.commit()
+            await db.commit()
         self._depth += added
         if added and self._oldest is None:
             self._oldest = now
@@ -145,10 +195,10 @@ class Outbox:
         """Delete rows the sink accepted; returns how many went."""
         if not seqs:
             return 0
-        async with self._lock:
-            cursor = await self._db.executemany("DELETE FROM outbox WHERE seq = ?", [(s,) for s in seqs])
+        async with self._writing() as db:
+            cursor = await db.executemany("DELETE FROM outbox WHERE seq = ?", [(s,) for s in seqs])
             removed = max(cursor.rowcount, 0)
-            await self._db.commit()
+            await db.commit()
             head = await self._head()
         self._depth -= removed
         self._oldest = head
@@ -162,16 +212,16 @@ class Outbox:
 
     async def dead_letter(self, row: OutboxRow, reason: str) -> None:
         """Move ``row`` out of the outbox into ``dead_letters``, in one transaction."""
-        async with self._lock:
+        async with self._writing() as db:
             # REPLACE: the bus may redeliver an event already dead-lettered, which fails again.
-            await self._db.execute(
+            await db.execute(
                 "INSERT OR REPLACE INTO dead_letters (event_id, body, enqueued_at, dead_lettered_at, reason) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (row.event_id, row.body, row.enqueued_at, time.time(), reason),
             )
-            cursor = await self._db.execute("DELETE FROM outbox WHERE seq = ?", (row.seq,))
+            cursor = await db.execute("DELETE FROM outbox WHERE seq = ?", (row.seq,))
             removed = max(cursor.rowcount, 0)
-            await self._db.commit()
+            await db.commit()
             head = await self._head()
             dead = await self._dead_count()
         self._depth -= removed
@@ -197,7 +247,7 @@ class Outbox:
 
     async def replay(self, event_ids: Sequence[str] | None = None) -> list[str]:
         """Move dead letters (``event_ids``, or all of them) back to the outbox's tail; the ids moved."""
-        async with self._lock:
+        async with self._writing():
             if event_ids is None:
                 cursor = await self._db.execute("SELECT event_id FROM dead_letters ORDER BY dead_lettered_at")
             else:
@@ -242,26 +292,46 @@ class Outbox:
 
 @asynccontextmanager
 async def open_outbox(path: Path | str) -> AsyncIterator[Outbox]:
-    """Open (creating if needed) the outbox file at ``path``; closes it on exit."""
+    """Open (creating if needed) the outbox file at ``path``; closes it on exit. A file that cannot be
+    opened for writing (a full disk refuses the WAL's files) is ``OutboxWriteError``."""
     path = Path(path)
     prepare_state_file(path)
-    db = await aiosqlite.connect(str(path))
     try:
-        await db.execute("PRAGMA journal_mode=WAL")
-        # The broker forgets a message once acked, so a commit that preceded an ack must survive
-        # a power loss too: FULL costs one fsync per group commit, not one per event.
-        await db.execute("PRAGMA synchronous=FULL")
-        await db.execute("PRAGMA busy_timeout=5000")
-        await db.executescript(_SCHEMA)
-        await db.commit()
-        cursor = await db.execute(
-            "SELECT COUNT(*), MIN(enqueued_at), (SELECT COUNT(*) FROM dead_letters) FROM outbox"
-        )
-        row = await cursor.fetchone()
-        depth = int(row[0]) if row is not None else 0
-        oldest = float(row[1]) if row is not None and row[1] is not None else None
-        dead = int(row[2]) if row is not None else 0
-        yield Outbox(db, depth, oldest, dead)
+        db = await aiosqlite.connect(str(path))
+    except sqlite3.OperationalError as exc:
+        raise _cannot_open(exc, path) from exc
+    try:
+        try:
+            outbox = await _set_up(db, path)
+        except sqlite3.OperationalError as exc:
+            raise _cannot_open(exc, path) from exc
+        yield outbox
     finally:
         with anyio.CancelScope(shield=True):
             await db.close()
+
+
+def _cannot_open(exc: sqlite3.OperationalError, path: Path) -> OutboxWriteError:
+    error = classify(exc, path)
+    _metrics.WRITE_ERRORS.labels(error.reason).inc()
+    _metrics.WRITE_FAILING.set(1)
+    return error
+
+
+async def _set_up(db: aiosqlite.Connection, path: Path) -> Outbox:
+    """The pragmas and the tables, then the counts the ``Outbox`` starts from."""
+    await db.execute("PRAGMA journal_mode=WAL")
+    # The broker forgets a message once acked, so a commit that preceded an ack must survive
+    # a power loss too: FULL costs one fsync per group commit, not one per event.
+    await db.execute("PRAGMA synchronous=FULL")
+    await db.execute("PRAGMA busy_timeout=5000")
+    await db.executescript(_SCHEMA)
+    await db.commit()
+    cursor = await db.execute(
+        "SELECT COUNT(*), MIN(enqueued_at), (SELECT COUNT(*) FROM dead_letters) FROM outbox"
+    )
+    row = await cursor.fetchone()
+    depth = int(row[0]) if row is not None else 0
+    oldest = float(row[1]) if row is not None and row[1] is not None else None
+    dead = int(row[2]) if row is not None else 0
+    return Outbox(db, depth, oldest, dead, path=path)

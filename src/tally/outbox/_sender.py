@@ -22,6 +22,10 @@ sends until the outbox is empty. Rules, in the order they apply to one batch:
   ``suspects_max`` rows are set aside and all of them are delivered once the
   sink is back.
 
+An outbox that cannot write (``OutboxWriteError``: a full disk) fails the
+delete of an accepted batch: the rows stay and the sender backs off as after a
+failed delivery; sent again later, the sink answers them as duplicates.
+
 Rows are only ever deleted after an acceptance (or moved to the dead letters),
 so a crash between the delivery and the delete re-sends a batch the sink
 already has: it answers those as duplicates of ``(event_id, timestamp)``.
@@ -43,6 +47,7 @@ from anyio.abc import TaskStatus
 from . import _metrics
 from ._outbox import Outbox, OutboxRow
 from ._sink import DeliveryResult, DeliveryStatus, EventSink
+from ._write_fault import OutboxWriteError
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +269,11 @@ class Sender:
         """Send batches until the outbox is empty (True) or a delivery failed (False)."""
         async with self._send_lock:
             while True:
-                went_on = await self._send_one()
+                try:
+                    went_on = await self._send_one()
+                except OutboxWriteError:
+                    # Logged by the outbox once per change of state; the rows stay.
+                    return False
                 if went_on is None:
                     return True
                 if not went_on:

@@ -121,6 +121,7 @@ def init_cloud(cloud: str) -> None:
     LAST_COMPLETED.labels(cloud)
     LAST_ERROR.labels(cloud)
     CONFIG_INVALID.labels(cloud)
+    LOCK_HELD_SECONDS.labels(cloud)
     for status in ("completed", "failed"):
         SYNC_DURATION.labels(cloud, status)
 

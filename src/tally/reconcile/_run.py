@@ -6,10 +6,13 @@ The order of work, and why:
    the wait for a slot counts against it, and so does every wait for a pooled database connection
    after it (``tally.store.connection_deadline``). A run that gets no slot, or no connection to record
    itself, within its budget ends ``not started`` with the wait named, and writes no row.
-1. Read the run's one clock: the told instant, else the wall clock read once.
+1. Read the run's one clock: the told instant, else the wall clock read once (watched for steps,
+   ``_clock``).
 2. Take the cloud's lock in the database (held: answer "lock held", write nothing). Holding it,
-   fail the rows a stopped holder left running and, for a scheduled run, skip ("not due", write
-   nothing) if another replica synced the cloud within the interval (``_handover``).
+   date a run of the wall clock no earlier than just after the cloud's newest run (a clock that went
+   back never dates a run before one already recorded), fail the rows a stopped holder left running
+   and, for a scheduled run, skip ("not due", write nothing) if another replica synced the cloud
+   within the interval (``_handover``).
 3. Read the bound (last completed run's started_at) *before* inserting this run's
    row, then insert the row with started_at = the run's instant.
 4. Under the budget: observe (adapter), list the size names, read the rows, diff,
@@ -58,6 +61,7 @@ from tally.store import (
 from . import _metrics
 from ._adapter import Adapter, ObserveRequest, Progress
 from ._booking import IngestsEvents, book
+from ._clock import WALL_CLOCK, after_newer_runs
 from ._diff import date_absence_deletes, diff, restore_vouched_facts
 from ._errors import RunAborted
 from ._handover import ran_recently, take_over
@@ -182,8 +186,10 @@ async def run_sync(
         _metrics.SLOT_WAIT.observe(slot_wait)
         _metrics.IN_PROGRESS.inc()
         try:
-            poll_at = at if at is not None else utc_now()
+            poll_at = at if at is not None else WALL_CLOCK.now()
             async with store.sync_lock(cloud):
+                if at is None:
+                    poll_at = await after_newer_runs(store, cloud, poll_at)
                 await take_over(store, cloud)
                 if min_gap_s is not None and await ran_recently(store, cloud, poll_at, min_gap_s):
                     _metrics.SYNC_RUNS.labels(cloud, "skipped").inc()
@@ -200,6 +206,7 @@ async def run_sync(
                     began,
                     slot_wait,
                     waits,
+                    dated_by_wall=at is None,
                 )
         except SyncLockHeld:
             _metrics.SYNC_RUNS.labels(cloud, "skipped").inc()
@@ -248,8 +255,11 @@ async def _locked_run(
     began: float,
     slot_wait: float,
     waits: ConnectionWaits,
+    *,
+    dated_by_wall: bool,
 ) -> SyncOutcome:
-    """The run once it holds its slot and its lock; ``began`` is when it asked for the slot."""
+    """The run once it holds its slot and its lock; ``began`` is when it asked for the slot;
+    ``dated_by_wall``: ``poll_at`` is the wall clock's (its end is then recorded no earlier)."""
     cloud = entry.cloud
     bound = await store.last_completed_sync_started_at(cloud)
     run_id = await store.start_sync_run(cloud, poll_at)
@@ -299,17 +309,21 @@ async def _locked_run(
     except BaseException:
         stats.errors.append(f"the run of {cloud} was cancelled while {progress.current()}")
         with anyio.CancelScope(shield=True):
-            await _finish(store, cloud, run_id, stats, worked_from)
+            await _finish(store, cloud, run_id, stats, worked_from, poll_at if dated_by_wall else None)
         raise
-    return await _finish(store, cloud, run_id, stats, worked_from)
+    return await _finish(store, cloud, run_id, stats, worked_from, poll_at if dated_by_wall else None)
 
 
-async def _finish(store: SyncStore, cloud: str, run_id: str, stats: RunStats, began: float) -> SyncOutcome:
+async def _finish(
+    store: SyncStore, cloud: str, run_id: str, stats: RunStats, began: float, not_before: datetime | None
+) -> SyncOutcome:
     status = RunStatus.FAILED if stats.errors else RunStatus.COMPLETED
     document = stats.to_json()
+    # A run the wall clock dated after its cloud's newest run (the clock went back) ends no earlier.
+    completed_at = utc_now() if not_before is None else max(utc_now(), not_before)
     try:
         with connection_deadline(time.monotonic() + FINISH_GRACE_S):
-            await store.finish_sync_run(run_id, status.value, document, utc_now())
+            await store.finish_sync_run(run_id, status.value, document, completed_at)
     except StoreUnavailable as exc:
         # The database is away (or no connection came within the grace): the row stays running, and
         # the next run that takes the cloud's lock fails it as one whose holder stopped.

@@ -81,6 +81,11 @@ class Store(Protocol):
         """Applied version vs latest known; raises when the database cannot be reached."""
         ...
 
+    async def write_check(self) -> None:
+        """A write that changes nothing, committed: raises ``StoreUnavailable`` naming why when the
+        store cannot write now (PostgreSQL read-only; SQLite's file on a full disk or read-only)."""
+        ...
+
     # -- ingest ---------------------------------------------------------------------------------------
     async def write_batch(
         self,

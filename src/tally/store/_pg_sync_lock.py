@@ -18,13 +18,14 @@ in that moment would find the lock held.
 
 A holder that hangs (a stopped process, a frozen host, a network that drops its packets without a
 reset) keeps its session, and the kernel answers TCP keepalives for a stopped process, so neither the
-session's end nor a keepalive frees the lock. The lock is therefore a lease: the session is opened
-with ``idle_session_timeout`` set to ``LEASE_S``, and the holder renews it with a query every third
+session's end nor a keepalive frees the lock. The lock is therefore a lease: the session sets
+``idle_session_timeout`` set to ``LEASE_S`` (PostgreSQL 14 and later; on 13 a hung holder keeps
+the lock until it is ended by hand), and the holder renews it with a query every third
 of it. A holder that stops renewing loses the session, and the lock, within ``LEASE_S``, and another
 replica's next run takes the cloud. A holder that wakes up after that learns it at its next renewal:
 its run is cancelled and ends ``StoreUnavailable`` ("sync lock lost"), having overlapped the new
 holder for at most one renewal interval (its corrections are level-based, so an overlap books
-nothing twice in effect: docs/reconciliation.md, "A hung holder").
+nothing twice in effect: docs/storage.md, "A hung holder").
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from typing import Any
 
 import anyio
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
 
 from ._interface import StoreError, StoreUnavailable, SyncLockHeld
 from ._pool_wait import lost_connection, one_line
@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 TAKE_BOUND_S = 10.0
 #: How long a holder that stopped renewing keeps the lock: the server ends its idle session then.
 LEASE_S = 60.0
+#: PostgreSQL 14 brought idle_session_timeout; on 13 a hung holder keeps its lock (no lease).
+IDLE_SESSION_TIMEOUT_SINCE = 140000
 
 
 @asynccontextmanager
@@ -59,12 +61,11 @@ async def hold_sync_lock(url: str, cloud: str, *, lease_s: float = LEASE_S) -> A
             url,
             autocommit=True,
             application_name=f"tally sync lock {cloud}",
-            options=_with_lease(url, lease_s),
         )
     except psycopg.OperationalError as exc:
         raise StoreUnavailable(f"no connection for the sync lock of {cloud}: {one_line(exc)}") from exc
     try:
-        key = await _take_bounded(conn, cloud)
+        key = await _take_bounded(conn, cloud, lease_s)
         lost: list[str] = []
         try:
             async with anyio.create_task_group() as tg:
@@ -91,20 +92,13 @@ async def hold_sync_lock(url: str, cloud: str, *, lease_s: float = LEASE_S) -> A
             await conn.close()
 
 
-def _with_lease(url: str, lease_s: float) -> str:
-    """The connection's server options with ``idle_session_timeout`` added to those the URL names (the
-    schema's search_path, say): a startup option, so that the lease holds from the first statement."""
-    given = str(conninfo_to_dict(url).get("options") or "")
-    return f"{given} -c idle_session_timeout={max(1, round(lease_s * 1000))}".strip()
-
-
-async def _take_bounded(conn: psycopg.AsyncConnection[Any], cloud: str) -> tuple[int, int]:
+async def _take_bounded(conn: psycopg.AsyncConnection[Any], cloud: str, lease_s: float) -> tuple[int, int]:
     try:
         # Shielded, within a bound: a take cancelled after it was sent may hold the lock on the
         # server while this side never learns its key to release it, and the close alone frees it
         # only once the server process exits, a moment in which another replica is refused.
         with anyio.CancelScope(shield=True, deadline=anyio.current_time() + TAKE_BOUND_S) as take:
-            key = await _take_sync_lock(conn, cloud)
+            key = await _take_sync_lock(conn, cloud, lease_s)
         if take.cancelled_caught:
             raise StoreUnavailable(f"the sync lock of {cloud} was not taken within {TAKE_BOUND_S:g} s")
         return key
@@ -143,8 +137,13 @@ FROM (SELECT tableoid::bigint::bit(32)::integer AS space, key FROM sync_lock_key
 """
 
 
-async def _take_sync_lock(conn: psycopg.AsyncConnection[Any], cloud: str) -> tuple[int, int]:
-    """Take ``cloud``'s lock on ``conn`` (giving the cloud its key first if it has none); its two keys."""
+async def _take_sync_lock(conn: psycopg.AsyncConnection[Any], cloud: str, lease_s: float) -> tuple[int, int]:
+    """Take ``cloud``'s lock on ``conn`` (giving the cloud its key first if it has none), the session
+    ended by the server once idle for ``lease_s`` (PostgreSQL 14 and later); its two keys."""
+    if conn.info.server_version >= IDLE_SESSION_TIMEOUT_SINCE:
+        # A statement of its own, set before the take: the server arms the idle timer only after a
+        # statement sent outside a pipeline, and the connection string may carry options of its own.
+        await conn.execute("SELECT set_config('idle_session_timeout', %s, false)", [f"{lease_s * 1000:.0f}"])
     # The read takes its snapshot after the insert has returned, and the insert waits for a concurrent
     # adder of the same cloud to commit, so the read sees the key row whoever added it. NOT EXISTS first,
     # because ON CONFLICT alone would spend a number of the identity on every run. Two round trips, not

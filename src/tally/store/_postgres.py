@@ -47,6 +47,7 @@ from ._page_windows import PartitionMonths, read_events_page
 from ._pg_pages import EVENT_JSON_SELECT, ROW_JSON_SELECT, RawJsonb, events_json_page, resources_json_page
 from ._pg_sync_lock import hold_sync_lock
 from ._pool_wait import pooled_connection
+from ._read_only import MAX_LIFETIME_S, ReadOnlyHealer
 from ._seam import Tx
 from ._sql import SqlStore
 from ._sql_ingest import plan_fold
@@ -407,7 +408,9 @@ class PostgresStore(UsageReads, SqlStore):
             configure=self._configure,
             reconnect_timeout=RECONNECT_TIMEOUT_S,
             reconnect_failed=_reconnect_again,
+            max_lifetime=MAX_LIFETIME_S,
         )
+        self._read_only = ReadOnlyHealer(self._pool)
 
     async def _configure(self, conn: psycopg.AsyncConnection[Any]) -> None:
         await _configure(conn)
@@ -419,9 +422,21 @@ class PostgresStore(UsageReads, SqlStore):
     def _connect_failing(self) -> bool:
         return self._connect_errors() > self._errors_at_connect
 
-    def _connection(self) -> AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]:
-        """A pooled connection, waiting no longer than the caller's deadline (see ``_pool_wait``)."""
-        return pooled_connection(self._pool, self._max_conns, self._connect_failing)
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection, waiting no longer than the caller's deadline (see ``_pool_wait``); a
+        write refused as read-only replaces the pool's sessions (see ``_read_only``)."""
+        async with (
+            pooled_connection(self._pool, self._max_conns, self._connect_failing) as conn,
+            self._read_only.watching(conn),
+        ):
+            yield conn
+
+    async def write_check(self) -> None:
+        # Refused at once in a read-only session, though it changes no row.
+        async with self._tx() as tx:
+            await tx.execute("UPDATE schema_migrations SET version = version WHERE false")
+        self._read_only.wrote()
 
     async def open(self) -> None:
         try:
@@ -577,7 +592,9 @@ class PostgresStore(UsageReads, SqlStore):
     ) -> BatchOutcome:
         async with self.open_batch((e.key for e in events), received_at=received_at) as batch:
             await batch.add(events)
-            return await batch.finish(dead_letters=dead_letters, audits=audits)
+            outcome = await batch.finish(dead_letters=dead_letters, audits=audits)
+        self._read_only.wrote()
+        return outcome
 
     @asynccontextmanager
     async def open_batch(

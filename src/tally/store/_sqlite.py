@@ -32,7 +32,7 @@ import anyio
 from tally.config import prepare_state_file
 from tally.core import ResourceKey, as_utc, parse_instant, utc_now
 
-from ._interface import Bucket, MigrationError, SyncLockHeld
+from ._interface import Bucket, MigrationError, StoreUnavailable, SyncLockHeld
 from ._migrations import Migration
 from ._seam import Tx
 from ._sql import SqlStore
@@ -162,6 +162,17 @@ class SqliteStore(UsageReads, SqlStore):
                 # thread runs before this ROLLBACK: the thread takes statements in order.
                 if conn.in_transaction:
                     await _to_the_end(conn.execute("ROLLBACK"))
+
+    async def write_check(self) -> None:
+        try:
+            async with self._tx() as tx:
+                # Rewriting the header's user_version (unused by Tally) commits one page: it fails
+                # when the disk is full, where a statement that changes no row would not.
+                [(version,)] = await tx.fetchall("PRAGMA user_version")
+                await tx.execute(f"PRAGMA user_version = {int(version)}")
+        except sqlite3.OperationalError as exc:
+            name = getattr(exc, "sqlite_errorname", "")
+            raise StoreUnavailable(f"the store cannot write on {self._path}: {exc} ({name})") from exc
 
     async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         async with self._lock, self.conn.execute(sql, tuple(params)) as cursor:
