@@ -303,6 +303,21 @@ def _list(value: object, where: str) -> list[Any]:
     return value
 
 
+_TOP = (
+    "format",
+    "cloud",
+    "seed",
+    "scale",
+    "period_from",
+    "period_to",
+    "resources",
+    "counts",
+    "faults",
+    "traffic",
+)
+_RESOURCE = ("resource_type", "resource_id", "workload", "intervals", "faults", "platform_created")
+
+
 def read_oracle(data: bytes | str) -> Oracle:
     """Parse an oracle document; anything but a well-formed format 4 raises :class:`OracleError`
     (format 3, without the platform's instants and the scale, is refused: regenerate the month)."""
@@ -312,96 +327,77 @@ def read_oracle(data: bytes | str) -> Oracle:
         raise OracleError(f"oracle: not JSON ({exc})") from None
     if isinstance(doc, Mapping) and doc.get("format") != ORACLE_FORMAT:
         raise OracleError(f"oracle: format {doc.get('format')!r} is not {ORACLE_FORMAT}")
-    top = _members(
-        doc,
-        "the document",
-        (
-            "format",
-            "cloud",
-            "seed",
-            "scale",
-            "period_from",
-            "period_to",
-            "resources",
-            "counts",
-            "faults",
-            "traffic",
-        ),
-    )
-    resources = []
-    for n, raw in enumerate(_list(top["resources"], "resources")):
-        where = f"resources[{n}]"
-        r = _members(
-            raw,
-            where,
-            ("resource_type", "resource_id", "workload", "intervals", "faults", "platform_created"),
-        )
-        workload = _text(r["workload"], f"{where}.workload")
-        if workload not in WORKLOADS:
-            raise OracleError(f"oracle: {where}.workload {workload!r} is not one of {sorted(WORKLOADS)}")
-        intervals = []
-        for k, iraw in enumerate(_list(r["intervals"], f"{where}.intervals")):
-            iw = f"{where}.intervals[{k}]"
-            i = _members(iraw, iw, ("from", "to", "state", "project_id", "size"))
-            if not isinstance(i["size"], Mapping):
-                raise OracleError(f"oracle: {iw}.size must be an object")
-            start, end = _instant(i["from"], f"{iw}.from"), _instant(i["to"], f"{iw}.to")
-            if end <= start:
-                raise OracleError(f"oracle: {iw} ends at or before it starts")
-            intervals.append(
-                OracleInterval(
-                    start,
-                    end,
-                    _text(i["state"], f"{iw}.state"),
-                    _text(i["project_id"], f"{iw}.project_id"),
-                    dict(i["size"]),
-                )
-            )
-        resources.append(
-            OracleResource(
-                _text(r["resource_type"], f"{where}.resource_type"),
-                _text(r["resource_id"], f"{where}.resource_id"),
-                workload,
-                tuple(intervals),
-                tuple(_text(f, f"{where}.faults") for f in _list(r["faults"], f"{where}.faults")),
-                None
-                if r["platform_created"] is None
-                else _instant(r["platform_created"], f"{where}.platform_created"),
-            )
-        )
-    counts = []
-    for n, raw in enumerate(_list(top["counts"], "counts")):
-        c = _members(raw, f"counts[{n}]", ("project_id", "event_type", "count"))
-        counts.append(
-            Count(
-                _text(c["project_id"], f"counts[{n}].project_id"),
-                _text(c["event_type"], f"counts[{n}].event_type"),
-                _int(c["count"], f"counts[{n}].count"),
-            )
-        )
-    traffic = []
-    for n, raw in enumerate(_list(top["traffic"], "traffic")):
-        w = f"traffic[{n}]"
-        t = _members(raw, w, ("resource_id", "from", "to", "egress_bytes", "ingress_bytes"))
-        traffic.append(
-            Traffic(
-                _text(t["resource_id"], f"{w}.resource_id"),
-                _instant(t["from"], f"{w}.from"),
-                _instant(t["to"], f"{w}.to"),
-                _int(t["egress_bytes"], f"{w}.egress_bytes"),
-                _int(t["ingress_bytes"], f"{w}.ingress_bytes"),
-            )
-        )
+    top = _members(doc, "the document", _TOP)
     return Oracle(
         cloud=_text(top["cloud"], "cloud"),
         seed=_int(top["seed"], "seed"),
         period_from=_instant(top["period_from"], "period_from"),
         period_to=_instant(top["period_to"], "period_to"),
-        resources=tuple(resources),
-        counts=tuple(counts),
+        resources=tuple(
+            _read_resource(raw, f"resources[{n}]")
+            for n, raw in enumerate(_list(top["resources"], "resources"))
+        ),
+        counts=tuple(
+            _read_count(raw, f"counts[{n}]") for n, raw in enumerate(_list(top["counts"], "counts"))
+        ),
         faults=tuple(_text(f, "faults") for f in _list(top["faults"], "faults")),
-        traffic=tuple(traffic),
+        traffic=tuple(
+            _read_traffic(raw, f"traffic[{n}]") for n, raw in enumerate(_list(top["traffic"], "traffic"))
+        ),
         scale=_scale(top["scale"]),
+    )
+
+
+def _read_resource(raw: object, where: str) -> OracleResource:
+    r = _members(raw, where, _RESOURCE)
+    workload = _text(r["workload"], f"{where}.workload")
+    if workload not in WORKLOADS:
+        raise OracleError(f"oracle: {where}.workload {workload!r} is not one of {sorted(WORKLOADS)}")
+    intervals = _list(r["intervals"], f"{where}.intervals")
+    created = r["platform_created"]
+    return OracleResource(
+        _text(r["resource_type"], f"{where}.resource_type"),
+        _text(r["resource_id"], f"{where}.resource_id"),
+        workload,
+        tuple(_read_interval(i, f"{where}.intervals[{k}]") for k, i in enumerate(intervals)),
+        tuple(_text(f, f"{where}.faults") for f in _list(r["faults"], f"{where}.faults")),
+        None if created is None else _instant(created, f"{where}.platform_created"),
+    )
+
+
+def _read_interval(raw: object, where: str) -> OracleInterval:
+    i = _members(raw, where, ("from", "to", "state", "project_id", "size"))
+    if not isinstance(i["size"], Mapping):
+        raise OracleError(f"oracle: {where}.size must be an object")
+    start, end = _instant(i["from"], f"{where}.from"), _instant(i["to"], f"{where}.to")
+    if end <= start:
+        raise OracleError(f"oracle: {where} ends at or before it starts")
+    return OracleInterval(
+        start,
+        end,
+        _text(i["state"], f"{where}.state"),
+        _text(i["project_id"], f"{where}.project_id"),
+        dict(i["size"]),
+    )
+
+
+def _read_count(raw: object, where: str) -> Count:
+    c = _members(raw, where, ("project_id", "event_type", "count"))
+    return Count(
+        _text(c["project_id"], f"{where}.project_id"),
+        _text(c["event_type"], f"{where}.event_type"),
+        _int(c["count"], f"{where}.count"),
+    )
+
+
+def _read_traffic(raw: object, where: str) -> Traffic:
+    t = _members(raw, where, ("resource_id", "from", "to", "egress_bytes", "ingress_bytes"))
+    return Traffic(
+        _text(t["resource_id"], f"{where}.resource_id"),
+        _instant(t["from"], f"{where}.from"),
+        _instant(t["to"], f"{where}.to"),
+        _int(t["egress_bytes"], f"{where}.egress_bytes"),
+        _int(t["ingress_bytes"], f"{where}.ingress_bytes"),
     )
 
 
