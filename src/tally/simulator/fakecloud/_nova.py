@@ -7,6 +7,7 @@ nova keeps their rows until an operator archives them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -278,28 +279,54 @@ def _task_status(vm_state: str, task: str, default: str) -> str:
     return default
 
 
-def servers_detail(ctx: Ctx, version: tuple[int, int], root: str) -> Response:
+_ALL_TENANTS_REFUSED = "Policy doesn't allow os_compute_api:servers:detail:get_all_tenants to be performed."
+
+
+@dataclass(frozen=True)
+class _ServerFilter:
+    """Which servers a ``GET /servers/detail`` lists, as nova reads its query: the instant it answers
+    at, the project (None: every project), ``changes-since``, ``deleted`` and ``status``."""
+
+    instant: datetime
+    skew: timedelta
+    project: str | None
+    since: datetime | None
+    deleted_flag: bool | None
+    wanted_status: str | None
+
+    def admit(self, r: Resource) -> Any:
+        seen = self._listed(r)
+        if seen is None or self.wanted_status is None:
+            return seen
+        status = "DELETED" if seen == "deleted" else _status_of(seen)
+        return seen if status == self.wanted_status else None
+
+    def _listed(self, r: Resource) -> Any:
+        instant, since, deleted_flag = self.instant, self.since, self.deleted_flag
+        if r.terminated_at is not None and r.terminated_at <= instant:
+            if deleted_flag is False or (deleted_flag is None and since is None):
+                return None
+            if self.project is not None and r.last.project_id != self.project:
+                return None
+            if since is not None and _deleted_updated(r, instant) + self.skew < since:
+                return None
+            return "deleted"
+        seg = r.segment_at(instant)
+        if seg is None or (self.project is not None and seg.project_id != self.project):
+            return None
+        soft_deleted = seg.state == _SOFT_DELETED
+        if deleted_flag and not soft_deleted:
+            return None
+        if soft_deleted and (deleted_flag is False or (deleted_flag is None and since is None)):
+            return None
+        if since is not None and (r.updated_at(instant) or r.created_at) + self.skew < since:
+            return None
+        return seg
+
+
+def _server_filter(ctx: Ctx, all_tenants: bool, headers: dict[str, str]) -> _ServerFilter | Response:
+    """The filter of the request's query, or nova's 400 for a ``changes-since`` it cannot read."""
     args = ctx.args
-    headers = version_headers(version)
-    all_tenants = "all_tenants" in args and truthy(args.get("all_tenants")) is not False
-    if all_tenants and not ctx.token.is_admin:
-        return fault(
-            403,
-            "Policy doesn't allow os_compute_api:servers:detail:get_all_tenants to be performed.",
-            headers,
-        )
-    limit = parse_limit(args.get("limit"))
-    if isinstance(limit, str):
-        return fault(
-            400, f"Invalid input for query parameters limit. Value: {limit}. '{limit}' is not valid", headers
-        )
-    if all_tenants and limit == 1 and ctx.faults.probe_refused:
-        return fault(
-            403,
-            "Policy doesn't allow os_compute_api:servers:detail:get_all_tenants to be performed.",
-            headers,
-        )
-    effective = MAX_LIMIT if limit is None else min(limit, MAX_LIMIT)
     since = None
     if "changes-since" in args:
         since = parse_time_param(args["changes-since"])
@@ -312,9 +339,28 @@ def servers_detail(ctx: Ctx, version: tuple[int, int], root: str) -> Response:
                 headers,
             )
     deleted_flag = truthy(args.get("deleted")) if ctx.token.is_admin and "deleted" in args else None
-    project = args.get("project_id") or args.get("tenant_id") if all_tenants else None
-    if not all_tenants:
-        project = ctx.token.project_id
+    project = args.get("project_id") or args.get("tenant_id") if all_tenants else ctx.token.project_id
+    wanted_status = args.get("status", "").upper() or None
+    return _ServerFilter(ctx.instant, ctx.skew, project, since, deleted_flag, wanted_status)
+
+
+def servers_detail(ctx: Ctx, version: tuple[int, int], root: str) -> Response:
+    args = ctx.args
+    headers = version_headers(version)
+    all_tenants = "all_tenants" in args and truthy(args.get("all_tenants")) is not False
+    if all_tenants and not ctx.token.is_admin:
+        return fault(403, _ALL_TENANTS_REFUSED, headers)
+    limit = parse_limit(args.get("limit"))
+    if isinstance(limit, str):
+        return fault(
+            400, f"Invalid input for query parameters limit. Value: {limit}. '{limit}' is not valid", headers
+        )
+    if all_tenants and limit == 1 and ctx.faults.probe_refused:
+        return fault(403, _ALL_TENANTS_REFUSED, headers)
+    effective = MAX_LIMIT if limit is None else min(limit, MAX_LIMIT)
+    wanted = _server_filter(ctx, all_tenants, headers)
+    if isinstance(wanted, Response):
+        return wanted
     start = 0
     marker = args.get("marker")
     if marker is not None:
@@ -322,40 +368,7 @@ def servers_detail(ctx: Ctx, version: tuple[int, int], root: str) -> Response:
         if position is None:
             return fault(400, f"marker [{marker}] not found", headers)
         start = position
-    instant, skew = ctx.instant, ctx.skew
-
-    wanted_status = args.get("status", "").upper() or None
-
-    def admit(r: Resource) -> Any:
-        seen = _admit(r)
-        if seen is None or wanted_status is None:
-            return seen
-        status = "DELETED" if seen == "deleted" else _status_of(seen)
-        return seen if status == wanted_status else None
-
-    def _admit(r: Resource) -> Any:
-        gone = r.terminated_at is not None and r.terminated_at <= instant
-        if gone:
-            if deleted_flag is False or (deleted_flag is None and since is None):
-                return None
-            if project is not None and r.last.project_id != project:
-                return None
-            if since is not None and _deleted_updated(r, instant) + skew < since:
-                return None
-            return "deleted"
-        seg = r.segment_at(instant)
-        if seg is None or (project is not None and seg.project_id != project):
-            return None
-        soft_deleted = seg.state == _SOFT_DELETED
-        if deleted_flag and not soft_deleted:
-            return None
-        if soft_deleted and (deleted_flag is False or (deleted_flag is None and since is None)):
-            return None
-        if since is not None and (r.updated_at(instant) or r.created_at) + skew < since:
-            return None
-        return seg
-
-    rows = page(ctx.world, "instance", start, effective, admit)
+    rows = page(ctx.world, "instance", start, effective, wanted.admit)
     servers = [_server(ctx, r, None if seen == "deleted" else seen, version, root) for r, seen in rows]
     body: dict[str, Any] = {"servers": servers}
     if rows and len(rows) == effective:
