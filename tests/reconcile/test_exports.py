@@ -84,9 +84,12 @@ def test_openstack_exports() -> None:
     assert sorted(tally.openstack.__all__) == sorted(
         [
             "AdapterConfigError",
+            "KeystoneUnavailable",
             "OpenStackAdapter",
             "OpenStackSettings",
             "ResolvedCloud",
+            "TokenChecker",
+            "TokenInfo",
             "clouds_yaml_locations",
             "find_clouds_yaml",
             "kept_connections",

@@ -28,7 +28,7 @@ from tally.reconcile import (
     held_no_row,
 )
 from tally.reconcile._diff import date_absence_deletes
-from tally.reconcile._run import earlier_runs
+from tally.reconcile._record_reads import earlier_runs
 from tally.store import SyncReceipts, SyncRow
 
 T = datetime(2026, 7, 10, tzinfo=UTC)

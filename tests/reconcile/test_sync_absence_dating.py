@@ -11,7 +11,8 @@ from reconcile_support import T0, Harness, builder, collector_event, events_of, 
 
 from tally.core import ResourceKey, format_instant, parse_instant
 from tally.reconcile import Status
-from tally.reconcile._run import RUNS_PAGE, RunStats, _runs_until_held
+from tally.reconcile._record_reads import RUNS_PAGE, runs_until_held
+from tally.reconcile._run import RunStats
 from tally.store import Store, SyncReceipts
 
 pytestmark = pytest.mark.anyio
@@ -97,12 +98,12 @@ async def test_the_runs_are_read_a_page_at_a_time_up_to_the_first_that_held_the_
         stats = RunStats(complete_types=["volume"], rows_read=True, rows_read_through=through).to_json()
         await store.finish_sync_run(run_id, "completed", stats)
     receipts = {ResourceKey(cloud, "volume", "vol-1"): SyncReceipts(received, frozenset())}
-    runs = await _runs_until_held(store, cloud, T0, T0 + minutes(500), receipts)
+    runs = await runs_until_held(store, cloud, T0, T0 + minutes(500), receipts)
     # the first page held no row; the second ends with a run that held it, so the third is not read
     assert len(runs) == 2 * RUNS_PAGE
     assert [r.started_at for r in runs] == [T0 + minutes(n) for n in range(1, 2 * RUNS_PAGE + 1)]
     assert format_instant(runs[0].rows_through or T0) == format_instant(T0 + minutes(1))
-    everything = await _runs_until_held(
+    everything = await runs_until_held(
         store,
         cloud,
         T0,
