@@ -12,7 +12,8 @@ Each month is one ``tally simulate --factor 0 --json FILE`` process, ``--jobs`` 
 here: per month resources exact / within tolerance / off, the billed-seconds error (and every other
 figure the comparison's document offers at its top level, a quantity-weighted error for one), the
 syncs and the month's wall time; then the totals and ``RATIO`` lines. Each month also ends with its
-invoice (``--price-list``, the example list of docs/examples by default; ``--price-list ''`` for none):
+invoice (``--price-list``, ``bench/accuracy-prices.yaml`` by default, the example list from 2025;
+``--price-list ''`` for none):
 the invoice error is the export's total minus the oracle's, over the month's projects, which only
 tolerated resources may make non-zero. Exits 1 when any month is off or failed, 2 when a month could
 not run at all.
@@ -36,7 +37,7 @@ import orjson
 
 FAULTS = "missing-create,duplicates,reordering,refused-shapes,held-back,missing-delete,lost-update"
 PERIODS = "2026-02,2026-07,2025-12,2026-11"
-EXAMPLE_PRICES = Path(__file__).resolve().parents[1] / "docs" / "examples" / "price-list.yaml"
+PRICES = Path(__file__).resolve().with_name("accuracy-prices.yaml")
 #: The quantity lines of the comparison, summed over flavors and volume types into one figure each.
 QUANTITIES = (
     ("instance", "vcpu_h", "vCPU-h"),
@@ -207,9 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", default=FAULTS)
     parser.add_argument(
         "--price-list",
-        default=str(EXAMPLE_PRICES),
+        default=str(PRICES),
         metavar="FILE",
-        help="end each month with its invoice rated by this list ('' for none; default the example list)",
+        help="end each month with its invoice rated by this list ('' for none; default accuracy-prices.yaml)",
     )
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR", help="keep each month's JSON here")
     parser.add_argument(
