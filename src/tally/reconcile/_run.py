@@ -46,14 +46,13 @@ import anyio
 
 from tally.actors import Budget, BudgetExceeded
 from tally.config import CloudEntry
-from tally.core import ResourceKey, StoredEvent, format_instant, utc_now
+from tally.core import format_instant, utc_now
 from tally.store import (
     ConnectionWaits,
     ConnectionWaitTimeout,
     SizeName,
     StoreUnavailable,
     SyncLockHeld,
-    SyncReceipts,
     SyncRow,
     connection_deadline,
 )
@@ -68,7 +67,7 @@ from ._handover import ran_recently, take_over
 from ._model import Deferral, DeferredCorrection, Kind, Plan, SyncOutcome
 from ._model import Status as RunStatus
 from ._names import learn_size_names
-from ._record_reads import date_absence_from_record, restore_vouched_from_record
+from ._record_reads import RecordReader, date_absence_from_record, restore_vouched_from_record
 from ._rules import cap_errors, deleted_servers_window
 
 log = logging.getLogger(__name__)
@@ -76,8 +75,9 @@ log = logging.getLogger(__name__)
 FINISH_GRACE_S = 10.0
 
 
-class SyncStore(Protocol):
-    """The store methods a run uses (``tally.store.Store`` provides them)."""
+class SyncStore(RecordReader, Protocol):
+    """The store methods a run uses (``tally.store.Store`` provides them): the planning passes' reads
+    and these."""
 
     async def sync_rows(self, cloud: str, resource_type: str) -> list[SyncRow]: ...
     async def learn_size_names(self, cloud: str, rows: Sequence[SizeName]) -> list[SizeName]: ...
@@ -88,20 +88,7 @@ class SyncStore(Protocol):
     async def last_completed_sync_started_at(self, cloud: str) -> datetime | None: ...
     async def fail_stale_sync_runs(self, cloud: str, at: datetime | None = None) -> list[str]: ...
     async def list_sync_runs(self, cloud: str) -> list[dict[str, Any]]: ...
-    async def sync_runs_between(
-        self, cloud: str, after: datetime, before: datetime, *, limit: int | None = None
-    ) -> list[dict[str, Any]]: ...
     async def newest_receipt(self) -> datetime | None: ...
-    async def sync_receipts(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, SyncReceipts]: ...
-    async def late_keys(
-        self,
-        cloud: str,
-        received_after: datetime,
-        dated_before: datetime,
-        *,
-        except_types: Sequence[str] = (),
-    ) -> list[ResourceKey]: ...
-    async def histories(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, list[StoredEvent]]: ...
     def sync_lock(self, cloud: str) -> Any: ...
 
 
