@@ -198,6 +198,10 @@ def test_deleted_servers_window() -> None:
     widened = deleted_servers_window(s(600), POLL, 60)  # told an instant behind the bound
     assert widened.widened and widened.since == POLL - timedelta(hours=24)
     assert not deleted_servers_window(bound, POLL, 60).widened
+    # Nova stores its instants to the second: the window opens at the bound's whole second, so a
+    # server deleted in that second (stored at its start, before the bound) is listed.
+    assert deleted_servers_window(s(-600.25), POLL, 0).since == s(-601)
+    assert deleted_servers_window(s(-600.25), POLL, 60).since == s(-661)
 
 
 def test_reported_within_run() -> None:

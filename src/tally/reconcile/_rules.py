@@ -347,18 +347,21 @@ class DeletedWindow:
 def deleted_servers_window(bound: datetime | None, poll_at: datetime, settle_s: int) -> DeletedWindow:
     """The window of nova's deleted-servers listing.
 
-    It opens at the last completed run's started_at less the settle window, and is
-    clamped to 24 hours behind the run's instant. A cloud's first run (no bound)
-    asks for none. A run told an instant behind the bound would ask for a window
-    that has not happened yet, which nova answers empty: it asks for the whole 24
-    hours behind its own instant instead (``widened``, logged at warn level).
+    It opens at the last completed run's started_at less the settle window, down to its
+    whole second, and is clamped to 24 hours behind the run's instant. The whole second,
+    because nova stores its instants to the second: a server deleted in the bound's own
+    second is stored at that second's start, before the bound, and a window opening at
+    the bound itself would never list it (its delete would be dated at the poll). A cloud's
+    first run (no bound) asks for none. A run told an instant behind the bound would ask
+    for a window that has not happened yet, which nova answers empty: it asks for the whole
+    24 hours behind its own instant instead (``widened``, logged at warn level).
     """
     if bound is None:
         return DeletedWindow(None)
     floor = poll_at - DELETED_WINDOW_CLAMP
     if poll_at < bound:
         return DeletedWindow(floor, widened=True)
-    return DeletedWindow(max(bound - timedelta(seconds=settle_s), floor))
+    return DeletedWindow(max((bound - timedelta(seconds=settle_s)).replace(microsecond=0), floor))
 
 
 def reported_within_run(deleted: DeletedResource, poll_at: datetime) -> bool:
