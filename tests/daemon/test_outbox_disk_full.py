@@ -21,6 +21,7 @@ import aio_pika
 import anyio
 import httpx
 import pytest
+from daemon_exchange import clean_up, declare
 from daemon_support import daemon_env, free_port, running_daemon, wait_until_ready
 
 BEFORE, DURING = 20, 400
@@ -54,13 +55,6 @@ def notification(n: int) -> bytes:
     return json.dumps({"oslo.version": "2.0", "oslo.message": json.dumps(inner)}).encode()
 
 
-async def declare(url: str, exchange: str) -> None:
-    connection = await aio_pika.connect(url)
-    async with connection:
-        channel = await connection.channel()
-        await channel.declare_exchange(exchange, aio_pika.ExchangeType.TOPIC, durable=False)
-
-
 async def publish(url: str, exchange: str, numbers: range) -> None:
     connection = await aio_pika.connect(url)
     async with connection:
@@ -71,12 +65,18 @@ async def publish(url: str, exchange: str, numbers: range) -> None:
             await target.publish(message, routing_key="notifications.info")
 
 
-async def clean_up(url: str, exchange: str, queue: str) -> None:
-    connection = await aio_pika.connect(url)
-    async with connection:
-        channel = await connection.channel()
-        await channel.queue_delete(queue)
-        await channel.exchange_delete(exchange)
+def collector_env(state: Path, amqp_url: str, exchange: str, queue: str, outbox: Path) -> dict[str, str]:
+    """The daemon's environment: its collector on the test's exchange, the outbox on ``outbox``."""
+    return daemon_env(
+        state,
+        free_port(),
+        TALLY_OSC_AMQP_URL=amqp_url,
+        TALLY_OSC_EXCHANGES=exchange,
+        TALLY_OSC_QUEUE_NAME=queue,
+        TALLY_OSC_CLOUD="os-dev",
+        TALLY_OSC_FLUSH_INTERVAL_S="0.2",
+        TALLY_OSC_BUFFER_PATH=str(outbox),
+    )
 
 
 def stored(state: Path) -> tuple[int, int]:
@@ -104,16 +104,7 @@ def test_a_full_disk_under_the_outbox_stops_consuming_and_resumes_without_a_rest
     anyio.run(declare, amqp_url, exchange, backend="asyncio")
     state = tmp_path / "state"
     outbox = small_filesystem.path / "outbox.sqlite3"
-    env = daemon_env(
-        state,
-        free_port(),
-        TALLY_OSC_AMQP_URL=amqp_url,
-        TALLY_OSC_EXCHANGES=exchange,
-        TALLY_OSC_QUEUE_NAME=queue,
-        TALLY_OSC_CLOUD="os-dev",
-        TALLY_OSC_FLUSH_INTERVAL_S="0.2",
-        TALLY_OSC_BUFFER_PATH=str(outbox),
-    )
+    env = collector_env(state, amqp_url, exchange, queue, outbox)
     try:
         with running_daemon(env) as daemon:
             wait_until_ready(daemon.base_url)
@@ -186,16 +177,7 @@ def test_a_start_on_a_full_disk_waits_for_the_outbox_instead_of_crashing(
     outbox = small_filesystem.path / "outbox.sqlite3"
     anyio.run(make_outbox, outbox)
     small_filesystem.fill()
-    env = daemon_env(
-        state,
-        free_port(),
-        TALLY_OSC_AMQP_URL=amqp_url,
-        TALLY_OSC_EXCHANGES=exchange,
-        TALLY_OSC_QUEUE_NAME=queue,
-        TALLY_OSC_CLOUD="os-dev",
-        TALLY_OSC_FLUSH_INTERVAL_S="0.2",
-        TALLY_OSC_BUFFER_PATH=str(outbox),
-    )
+    env = collector_env(state, amqp_url, exchange, queue, outbox)
     try:
         with running_daemon(env) as daemon:
             # Longer than the supervisor's five restarts took to give up (about 3 s).

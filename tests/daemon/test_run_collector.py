@@ -15,6 +15,7 @@ import aio_pika
 import anyio
 import httpx
 import pytest
+from daemon_exchange import clean_up, declare
 from daemon_support import daemon_env, free_port, running_daemon, secret, tally, wait_until_ready
 
 INSTANCE_ID = "178b0921-0000-4000-8000-00000000c011"
@@ -45,13 +46,6 @@ def notification() -> bytes:
     return json.dumps({"oslo.version": "2.0", "oslo.message": json.dumps(inner)}).encode()
 
 
-async def declare(url: str, exchange: str) -> None:
-    connection = await aio_pika.connect(url)
-    async with connection:
-        channel = await connection.channel()
-        await channel.declare_exchange(exchange, aio_pika.ExchangeType.TOPIC, durable=False)
-
-
 async def publish(url: str, exchange: str, body: bytes) -> None:
     connection = await aio_pika.connect(url)
     async with connection:
@@ -64,14 +58,6 @@ async def publish(url: str, exchange: str, body: bytes) -> None:
             delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT,
         )
         await target.publish(message, routing_key="notifications.info")
-
-
-async def clean_up(url: str, exchange: str, queue: str) -> None:
-    connection = await aio_pika.connect(url)
-    async with connection:
-        channel = await connection.channel()
-        await channel.queue_delete(queue)
-        await channel.exchange_delete(exchange)
 
 
 @pytest.mark.rabbitmq
