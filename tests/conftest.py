@@ -79,6 +79,30 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+def _set_read_only(url: str, on: bool) -> None:
+    """The database ``url`` names read-only for new sessions (or not); with ``on``, its sessions end,
+    as a failover or a restart ends them, so that the pool's new ones are read-only."""
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    # From the maintenance database: a session of the read-only one could not turn it back.
+    with psycopg.connect(parts._replace(path="/postgres").geturl(), autocommit=True) as admin:
+        if on:
+            admin.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                [name],
+            )
+        else:
+            admin.execute(f'ALTER DATABASE "{name}" RESET default_transaction_read_only')
+
+
+@pytest.fixture
+def set_read_only() -> Callable[[str, bool], None]:
+    """``set_read_only(url, on)``: the test's own database read-only for new sessions, or writable."""
+    return _set_read_only
+
+
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """URL of a new empty database on the machine's PostgreSQL; dropped (forcibly) after the test."""

@@ -10,31 +10,15 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
-import psycopg
 import pytest
 from daemon_support import daemon_env, free_port, running_daemon, wait_until_ready
 
 READY_AGAIN_S = 10.0
-
-
-def set_read_only(url: str, on: bool) -> None:
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    with psycopg.connect(parts._replace(path="/postgres").geturl(), autocommit=True) as admin:
-        if on:
-            admin.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
-            admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = %s AND pid <> pg_backend_pid()",
-                [name],
-            )
-        else:
-            admin.execute(f'ALTER DATABASE "{name}" RESET default_transaction_read_only')
 
 
 def store_check(base_url: str) -> tuple[int, dict[str, Any]]:
@@ -66,7 +50,7 @@ def readyz_times_ms(base_url: str, count: int = 50) -> list[float]:
 
 @pytest.mark.postgres
 def test_a_read_only_postgresql_is_not_ready_and_ready_again_without_a_restart(
-    tmp_path: Path, pg_url: str
+    set_read_only: Callable[[str, bool], None], tmp_path: Path, pg_url: str
 ) -> None:
     env = daemon_env(tmp_path / "state", free_port(), TALLY_REPORTING_DB_URL=pg_url)
     try:

@@ -11,8 +11,8 @@ sender's backoff is capped at 1 s here; at its default cap it is up to 30 s more
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import anyio
 import psycopg
@@ -29,24 +29,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 RESUME_S = 5.0
 
 
-def set_read_only(url: str, on: bool) -> None:
-    """The database ``url`` names read-only for new sessions (or not); with ``on``, its sessions end,
-    as a failover or a restart ends them, so that the pool's new ones are read-only."""
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    # From the maintenance database: a session of the read-only one could not turn it back.
-    with psycopg.connect(parts._replace(path="/postgres").geturl(), autocommit=True) as admin:
-        if on:
-            admin.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
-            admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = %s AND pid <> pg_backend_pid()",
-                [name],
-            )
-        else:
-            admin.execute(f'ALTER DATABASE "{name}" RESET default_transaction_read_only')
-
-
 async def stored(url: str) -> int:
     async with await psycopg.AsyncConnection.connect(url) as conn:
         row = await (await conn.execute("SELECT count(*), count(DISTINCT event_id) FROM events")).fetchone()
@@ -55,7 +37,7 @@ async def stored(url: str) -> int:
 
 
 async def test_a_read_only_database_then_writable_delivers_without_a_restart(
-    pg_url: str, tmp_path: Path
+    set_read_only: Callable[[str, bool], None], pg_url: str, tmp_path: Path
 ) -> None:
     async with (
         open_store(pg_url, max_conns=4) as store,
