@@ -5,29 +5,40 @@
     .venv/bin/python -m bench.accuracy --quick              # two small months (CI, seconds)
 
 ``--quick`` runs seeds 1 and 3 of July 2026 at scale 0.3 for 3 days: two months that pass at the
-baseline (2026-12-01), so CI goes red when a change puts a resource off there.
+baseline (2026-12-01), so CI goes red when a change puts a resource off there. It also fails (exit 1)
+when the months kept less than ``QUICK_BUSY_FLOOR`` of the cores busy (``cores_busy``): a ratio of the
+months' own CPU to the cores' time in the same run, so a month that waits instead of computing, or a
+runner that leaves a core without a month, turns CI red on any host where the healthy figure clears it.
 
-Each month is one ``tally simulate --factor 0 --json FILE`` process, ``--jobs`` of them at a time
-(two by default: the machine's two cores). The verdicts are the simulate document's, never computed
-here: per month resources exact / within tolerance / off, the billed-seconds error (and every other
-figure the comparison's document offers at its top level, a quantity-weighted error for one), the
-syncs and the month's wall time; then the totals and ``RATIO`` lines. Each month also ends with its
-invoice (``--price-list``, ``bench/accuracy-prices.yaml`` by default, the example list from 2025;
-``--price-list ''`` for none):
-the invoice error is the export's total minus the oracle's, over the month's projects, which only
-tolerated resources may make non-zero. Exits 1 when any month is off or failed, 2 when a month could
-not run at all.
+Each month is one ``tally simulate --factor 0 --json FILE`` process, ``--jobs`` of them at a time (by
+default ``JOBS_PER_CORE`` per core: a month in lockstep hands each store statement to aiosqlite's thread
+and back, tens of thousands of handoffs a month, and spends much of its wall waiting for the woken thread
+to be scheduled, a wait that grows when a core sits idle or the host is busy; a second month per core
+computes meanwhile), forked from a server that imported ``tally`` and the month's modules once
+(``PRELOAD``): each month still starts from a fresh process's state, but no longer compiles and imports
+the same modules again (seconds of CPU a month where bytecode is not cached). ``--exec`` starts each
+month as its own ``python -m tally`` instead. The verdicts are the simulate document's,
+never computed here: per month resources exact / within tolerance / off, the billed-seconds error (and
+every other figure the comparison's document offers at its top level, a quantity-weighted error for
+one), the syncs and the month's wall time; then the totals and ``RATIO`` lines. Each month also ends
+with its invoice (``--price-list``, ``bench/accuracy-prices.yaml`` by default, the example list from
+2025; ``--price-list ''`` for none): the invoice error is the export's total minus the oracle's, over
+the month's projects, which only tolerated resources may make non-zero. Exits 1 when any month is off or
+failed, 2 when a month could not run at all.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -38,6 +49,11 @@ import orjson
 FAULTS = "missing-create,duplicates,reordering,refused-shapes,held-back,missing-delete,lost-update"
 PERIODS = "2026-02,2026-07,2025-12,2026-11"
 PRICES = Path(__file__).resolve().with_name("accuracy-prices.yaml")
+#: Months at a time per core by default (see the module: a month alone leaves its core idle while it waits).
+JOBS_PER_CORE = 2
+#: ``--quick`` fails below this share of the cores kept busy (``cores_busy``); chosen below every figure
+#: measured at loads of 9 to 16 on the project's host (docs/benchmarks.md, accuracy matrix).
+QUICK_BUSY_FLOOR = 0.15
 #: The quantity lines of the comparison, summed over flavors and volume types into one figure each.
 QUANTITIES = (
     ("instance", "vcpu_h", "vCPU-h"),
@@ -48,6 +64,19 @@ QUANTITIES = (
     ("floating_ip", "hours", "FIP h"),
     ("loadbalancer", "hours", "LB h"),
 )
+#: What a month imports (``tally simulate``'s command and what it imports while it runs), imported
+#: once by the server the months are forked from.
+PRELOAD = [
+    "tally.cli",
+    "tally.cli.simulate",
+    "tally.simulation.simulate",
+    "tally.simulation.report",
+    "tally.simulation.summary",
+    "tally.simulation.usage_export",
+    "tally.app",
+    "httpx",
+    "httpcore",
+]
 
 
 def seeds_of(text: str) -> list[int]:
@@ -66,12 +95,22 @@ def seeds_of(text: str) -> list[int]:
     return out
 
 
+@dataclass(frozen=True)
+class Span:
+    """A month's run: when its process began and ended the month (epoch seconds, comparable across
+    processes) and the CPU seconds it spent meanwhile."""
+
+    began: float
+    ended: float
+    cpu_s: float
+
+
 @dataclass
 class Month:
     seed: int
     period: str
     code: int = 0
-    wall_s: float = 0.0
+    span: Span | None = None
     doc: dict[str, Any] | None = None
     error: str = ""
 
@@ -79,13 +118,38 @@ class Month:
     def comparison(self) -> dict[str, Any]:
         return self.doc["comparison"] if self.doc else {}
 
+    @property
+    def wall_s(self) -> float:
+        return self.span.ended - self.span.began if self.span else 0.0
 
-def run_month(seed: int, period: str, args: argparse.Namespace, workdir: Path) -> Month:
-    summary = workdir / f"{period}-seed{seed}.json"
-    command = [
-        sys.executable,
-        "-m",
-        "tally.daemon.cli",
+
+def _cpu_s(usage: resource.struct_rusage) -> float:
+    return usage.ru_utime + usage.ru_stime
+
+
+def _forked_month(words: list[str], output: str) -> tuple[int, Span]:
+    """A month in a process forked from the preloading server: ``tally`` run on ``words``, its
+    standard output and error into ``output``; the exit code and the month's span returned."""
+    began, cpu = time.time(), _cpu_s(resource.getrusage(resource.RUSAGE_SELF))
+    # Each month's store and outbox in a fresh temporary state directory, never a configured store.
+    os.environ.pop("TALLY_REPORTING_DB_URL", None)
+    with open(output, "wb") as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+    from tally.cli import main
+
+    try:
+        code = main(words)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code, Span(began, time.time(), _cpu_s(resource.getrusage(resource.RUSAGE_SELF)) - cpu)
+
+
+def month_words(seed: int, period: str, args: argparse.Namespace, summary: Path) -> list[str]:
+    """``tally``'s arguments for one month."""
+    words = [
         "simulate",
         "--seed",
         str(seed),
@@ -103,19 +167,68 @@ def run_month(seed: int, period: str, args: argparse.Namespace, workdir: Path) -
         str(summary),
     ]
     if args.days is not None:
-        command += ["--days", str(args.days)]
+        words += ["--days", str(args.days)]
     if args.price_list:
-        command += ["--price-list", args.price_list]
-    began = time.monotonic()
+        words += ["--price-list", args.price_list]
+    return words
+
+
+def run_month(seed: int, period: str, args: argparse.Namespace, workdir: Path) -> Month:
+    """One month as its own ``python -m tally simulate`` process."""
+    summary = workdir / f"{period}-seed{seed}.json"
+    output = workdir / f"{period}-seed{seed}.out"
     # Each month's store and outbox in a fresh temporary state directory, never a configured store.
     env = {k: v for k, v in os.environ.items() if k != "TALLY_REPORTING_DB_URL"}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    month = Month(seed, period, done.returncode, time.monotonic() - began)
+    command = [sys.executable, "-m", "tally", *month_words(seed, period, args, summary)]
+    began = time.time()
+    with open(output, "wb") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env)
+        # wait4, not wait: the process's own CPU, which RUSAGE_CHILDREN would mix with its siblings'.
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+    span = Span(began, time.time(), _cpu_s(usage))
+    return month_of(seed, period, process.returncode, span, summary, output.read_text(errors="replace"))
+
+
+def forked_months(grid: list[tuple[int, str]], args: argparse.Namespace, workdir: Path) -> Iterator[Month]:
+    """The months of ``grid`` forked from the preloading server, ``args.jobs`` at a time, in order."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    pool = ProcessPoolExecutor(max_workers=args.jobs, mp_context=context, max_tasks_per_child=1)
+    with pool:
+        futures = []
+        for seed, period in grid:
+            summary = workdir / f"{period}-seed{seed}.json"
+            output = workdir / f"{period}-seed{seed}.out"
+            words = month_words(seed, period, args, summary)
+            futures.append((seed, period, summary, output, pool.submit(_forked_month, words, str(output))))
+        for seed, period, summary, output, future in futures:
+            span: Span | None
+            try:
+                code, span = future.result()
+            except Exception as exc:  # the month's process died: reported as the month's error
+                code, span = -1, None
+                output.write_text(f"{type(exc).__name__}: {exc}")
+            text = output.read_text(errors="replace") if output.exists() else ""
+            yield month_of(seed, period, code, span, summary, text)
+
+
+def executed_months(grid: list[tuple[int, str]], args: argparse.Namespace, workdir: Path) -> Iterator[Month]:
+    """The months of ``grid``, each its own ``python -m tally`` process, ``args.jobs`` at a time."""
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(run_month, seed, period, args, workdir) for seed, period in grid]
+        for future in futures:
+            yield future.result()
+
+
+def month_of(seed: int, period: str, code: int, span: Span | None, summary: Path, text: str) -> Month:
+    """The month's outcome: its simulate document, else the last line it printed."""
+    month = Month(seed, period, code, span)
     if summary.exists():
         month.doc = orjson.loads(summary.read_bytes())
     else:
-        lines = (done.stderr or done.stdout).strip().splitlines()
-        month.error = lines[-1] if lines else f"exit {done.returncode}, no output"
+        lines = text.strip().splitlines()
+        month.error = lines[-1] if lines else f"exit {code}, no output"
     return month
 
 
@@ -197,11 +310,32 @@ def print_table(months: list[Month]) -> None:
         print("| " + " | ".join(r) + " |")
 
 
+def cores_busy(months: list[Month], jobs: int, cores: int) -> float | None:
+    """The share of the cores the months kept busy: their CPU seconds over the cores' seconds from the
+    first month's start to the last one's end (the cores: as many as there are, or fewer when fewer
+    months ran at once). 1.0 is every core busy throughout; a month waiting (a sleep, a poll, a handoff
+    between threads) or a core left without a month lowers it. None when no month's span is known."""
+    spans = [m.span for m in months if m.span is not None]
+    if not spans:
+        return None
+    window = max(s.ended for s in spans) - min(s.began for s in spans)
+    used = min(jobs, cores, len(spans))
+    return sum(s.cpu_s for s in spans) / (window * used) if window > 0 else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.accuracy", description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=seeds_of, default=None, help="e.g. 1-10 or 1,3,5 (default 1-10)")
     parser.add_argument("--periods", default=None, help=f"comma-separated YYYY-MM (default {PERIODS})")
-    parser.add_argument("--jobs", type=int, default=2, help="months at a time, each its own process")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=JOBS_PER_CORE * (os.cpu_count() or 1),
+        help=f"months at a time, each its own process (default {JOBS_PER_CORE} per core)",
+    )
+    parser.add_argument(
+        "--exec", action="store_true", help="start each month as python -m tally (no preloaded imports)"
+    )
     parser.add_argument("--scale", type=float, default=None, help="tenant multiplier (default 1)")
     parser.add_argument("--days", type=int, default=None, help="only the first N days of each period")
     parser.add_argument("--sync-interval", type=float, default=60.0, metavar="MINUTES")
@@ -232,18 +366,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="tally-accuracy-") as tmp:
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            futures = [pool.submit(run_month, seed, period, args, workdir) for seed, period in grid]
-            months = []
-            for future in futures:
-                month = future.result()
-                months.append(month)
-                state = "error" if month.doc is None else f"off {month.comparison['off']}"
-                print(
-                    f"  {month.period} seed {month.seed}: {state}, {month.wall_s:.1f} s",
-                    file=sys.stderr,
-                    flush=True,
-                )
+        months = []
+        run = executed_months if args.exec else forked_months
+        for month in run(grid, args, workdir):
+            months.append(month)
+            state = "error" if month.doc is None else f"off {month.comparison['off']}"
+            cpu = f" ({month.span.cpu_s:.1f} s CPU)" if month.span else ""
+            print(
+                f"  {month.period} seed {month.seed}: {state}, {month.wall_s:.1f} s{cpu}",
+                file=sys.stderr,
+                flush=True,
+            )
     wall = time.monotonic() - began
     print(
         f"accuracy matrix: seeds {','.join(map(str, seeds))} x {', '.join(periods)}; scale {args.scale:g}"
@@ -273,9 +406,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"RATIO accuracy_months={len(months)}")
     print(f"RATIO accuracy_resources_off={off}")
     print(f"RATIO accuracy_wall_s={wall:.1f}")
+    busy = cores_busy(months, args.jobs, os.cpu_count() or 1)
+    if busy is not None:
+        print(f"RATIO accuracy_cores_busy={busy:.3f}")
     if len(ran) < len(months):
         return 2
-    return 0 if passed == len(months) else 1
+    if passed < len(months):
+        return 1
+    if args.quick and (busy is None or busy < QUICK_BUSY_FLOOR):
+        print(
+            f"FAILED: the months kept {busy or 0:.3f} of the cores busy, below the floor {QUICK_BUSY_FLOOR}"
+        )
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Collector throughput: notifications/s from RabbitMQ to committed outbox and acked, against two floors,
 over plain AMQP and over TLS.
 
-The run starts a RabbitMQ node of its own (``tally.simulator.rabbit_node``) with a plain listener
+The run starts a RabbitMQ node of its own (``tally.testing.rabbit_node``) with a plain listener
 and a TLS listener whose certificate a CA made for the run signs. Every round publishes the same
 notifications (over the plain listener) to a topic exchange bound to three queues, then reads each
 queue with one consumer, all three over the round's transport:
@@ -36,18 +36,18 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import aio_pika
 import anyio
 
-from tally.collector import Collector, serve_collector
+from tally.app import collector as build_collector
+from tally.cli import tune_garbage_collector
+from tally.collector import Collector
 from tally.config import Settings
-from tally.daemon import tune_garbage_collector
-from tally.outbox import DeliveryResult, DeliveryStatus
-from tally.simulator.rabbit_node import BrokerNode, RabbitNodeUnavailable, TlsListener
+from tally.outbox.internals import DeliveryResult, DeliveryStatus
+from tally.testing.rabbit_node import BrokerNode, RabbitNodeUnavailable, TlsListener
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "collector" / "fixtures"
 
@@ -135,7 +135,7 @@ async def collector_run(
     async with anyio.create_task_group() as tg:
         # Timed from consume on, as the floors are: connecting, declaring and binding are not
         # what the comparison is about.
-        collector: Collector = await tg.start(partial(serve_collector, settings, sink=AcceptAll()))
+        collector: Collector = await tg.start(build_collector(settings, sink=AcceptAll()).serve)
         started, cpu = time.perf_counter(), time.process_time()
         # Polling the collector's own counters: reading the metrics registry would cost more CPU
         # (it collects every metric, /proc included) than the work being measured.

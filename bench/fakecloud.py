@@ -26,8 +26,9 @@ import anyio
 import httpx
 from quart import Quart, Response, request
 
+from tally.simulation import serve_fake_cloud
 from tally.simulator import World, WorldBuilder, create_fake_cloud_app
-from tally.simulator.fakecloud import ADMIN_PASSWORD, ADMIN_USER, serve_fake_cloud
+from tally.simulator.fakecloud import ADMIN_PASSWORD, ADMIN_USER
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
 T1 = datetime(2026, 8, 1, tzinfo=UTC)

@@ -27,7 +27,8 @@ from datetime import UTC, datetime
 import psycopg
 
 from bench.scratch_db import scratch_database
-from tally.store import RetentionPolicy, Store, maintain_events, open_store
+from tally.store import RetentionPolicy, maintain_events, open_store
+from tally.store._migrations import load_migrations
 
 ADMIN_URL = os.environ.get("TALLY_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 NOW = datetime(2026, 1, 15, tzinfo=UTC)  # the retention round's "now": keeps Feb 2025 on, retires Jan
@@ -47,15 +48,15 @@ FROM generate_series(0, %s - 1) AS i
 """
 
 
-def _before_partitioning(store: Store) -> int:
-    return next(m.version for m in store._migrations if m.name == "events_by_month") - 1  # type: ignore[attr-defined]
+def _before_partitioning() -> int:
+    return next(m.version for m in load_migrations("postgresql") if m.name == "events_by_month") - 1
 
 
 async def run(url: str, events: int) -> dict[str, tuple[float, int]]:
     timings: dict[str, tuple[float, int]] = {}
     async with open_store(url) as store:
         await store.migrate_up()
-        await store.migrate_down(_before_partitioning(store))
+        await store.migrate_down(_before_partitioning())
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(_FILL.replace("%s", str(int(events))))
             conn.execute("ANALYZE events")

@@ -64,9 +64,10 @@ import yaml
 from anyio.from_thread import start_blocking_portal
 
 from bench.scratch_db import scratch_database
+from tally.simulation import serve_fake_cloud
+from tally.simulation.simulate import write_cloud_files
 from tally.simulator.clock import VirtualClock
-from tally.simulator.fakecloud import ApiFaults, create_fake_cloud_app, serve_fake_cloud
-from tally.simulator.simulate import write_cloud_files
+from tally.simulator.fakecloud import ApiFaults, create_fake_cloud_app
 from tally.simulator.world import World, WorldBuilder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -204,7 +205,7 @@ class Replica:
     def start(self) -> None:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tally.daemon", "run"],
+                [sys.executable, "-m", "tally", "run"],
                 env=self.env,
                 stdout=subprocess.DEVNULL,
                 stderr=out,

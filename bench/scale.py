@@ -57,9 +57,9 @@ from bench.reads import Servers
 from bench.scale_stream import YEAR0, Stream
 from bench.scratch_db import scratch_database
 from bench.usage import CLOUD, TOKEN, export_round
+from tally.cli import tune_garbage_collector
 from tally.config import Settings
 from tally.core import ResourceKey, format_instant, project
-from tally.daemon import tune_garbage_collector
 from tally.store import RetentionPolicy, hash_secret, maintain_events, open_store
 from tally.store._partitions import add_months
 from tally.store._sql_text import EVENT_SELECT

@@ -92,8 +92,9 @@ def build_world(name: str, total: int) -> Any:
 
 def serve_fakes(counts: list[int]) -> None:
     """Serve one fake cloud per count, each on a port of its own; prints ``PORTS [..]`` once all listen."""
+    from tally.simulation import serve_fake_cloud
     from tally.simulator.clock import VirtualClock
-    from tally.simulator.fakecloud import create_fake_cloud_app, serve_fake_cloud
+    from tally.simulator.fakecloud import create_fake_cloud_app
 
     apps = [
         create_fake_cloud_app(build_world(cloud_name(i), n), VirtualClock(NOW, 0.0))
@@ -267,7 +268,7 @@ def orchestrate(
             }
             with log_path.open("w") as log:
                 daemon = subprocess.Popen(
-                    [sys.executable, "-m", "tally.daemon", "run"], env=env, stderr=log, text=True
+                    [sys.executable, "-m", "tally", "run"], env=env, stderr=log, text=True
                 )
                 base = f"http://127.0.0.1:{port}"
                 started = wait_ready(base, daemon)

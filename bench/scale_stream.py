@@ -16,7 +16,8 @@ from typing import Any
 import orjson
 
 from bench.usage import CLOUD
-from tally.core import DELETED, format_instant
+from tally.core import format_instant
+from tally.core.internals import DELETED
 
 YEAR0 = datetime(2025, 11, 1, tzinfo=UTC)
 YEAR_MS = 365 * 86_400_000

@@ -34,10 +34,10 @@ from typing import Any
 import anyio
 import httpx
 
+from tally.app import ingest_pipeline
+from tally.cli import tune_garbage_collector
 from tally.config import Settings
-from tally.daemon import tune_garbage_collector
 from tally.http import ReportingServices, create_reporting_app, serve_quart
-from tally.ingest import IngestPipeline
 from tally.store import hash_secret, open_store
 
 # Abandoned requests go away at a random point of their answer: waiting for the store's lock, mid-query,
@@ -163,7 +163,7 @@ async def main(args: argparse.Namespace) -> int:
             await store.create_api_token(token_hash=hash_secret(tokens["reader"]), role="read_all")
             services = ReportingServices(
                 store=store,
-                pipeline=IngestPipeline(store, require_size_schema=False),
+                pipeline=ingest_pipeline(store, require_size_schema=False),
                 settings=Settings(reporting_db_url=url),
             )
             app = create_reporting_app(services)

@@ -104,15 +104,15 @@ def run_load(store_url: str) -> None:
 
 def run_syncs(store_url: str, count: int) -> tuple[dict[str, int], list[float], float]:
     """``count`` syncs one after the other: the outcomes by status, each sync's seconds, the wall time."""
+    from tally.app import ingest_pipeline
     from tally.config import CloudEntry
-    from tally.ingest import IngestPipeline
     from tally.openstack import OpenStackAdapter
     from tally.reconcile._run import RunSettings, run_sync
     from tally.store import open_store
 
     async def main() -> tuple[dict[str, int], list[float], float]:
         async with open_store(store_url) as store:
-            pipeline = IngestPipeline(store, require_size_schema=False)
+            pipeline = ingest_pipeline(store, require_size_schema=False)
             entry = CloudEntry(
                 CLOUD, "openstack", "openstack", {"os_cloud": "admin", "include_octavia": True}
             )

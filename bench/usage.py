@@ -17,8 +17,8 @@ peak RSS is its own:
 
 Targets: export within 30 s, peak RSS at most 1 GiB, at least 20,000 CSV rows/s, the rated export
 within 1.5 x the unrated one (medians of the wall clock); the CPU time of the export process is
-reported beside them, and ``--quick`` (CI, on a shared host) gates on RSS and on a regression floor
-of 25,000 rows per CPU-second.
+reported beside them, and ``--quick`` (CI, on a shared host) gates on RSS and on the export's time
+against the bare read of the same events measured in the same round (at most 6 x the floor).
 
     python -m bench.usage [--quick] [--scale F] [--rounds N] [--pg ADMIN_URL]
 """
@@ -47,7 +47,7 @@ CLOUD = "os-bench"
 TOKEN = "bench-usage-reader"
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
 TARGET_S, TARGET_RSS_MIB, TARGET_ROWS_S = 30.0, 1024.0, 20_000.0
-QUICK_ROWS_CPU_S = 25_000.0
+QUICK_EXPORT_VS_FLOOR = 6.0
 RATED_VS_PLAIN = 1.5
 
 
@@ -154,16 +154,16 @@ async def export_round(url: str, start: datetime = MONTH, end: datetime = MONTH_
     import httpx
     from pydantic import SecretStr
 
+    from tally.app import ingest_pipeline
     from tally.config import Settings
     from tally.core import format_instant
     from tally.http import ReportingServices, create_reporting_app, serve_quart
-    from tally.ingest import IngestPipeline
     from tally.store import open_store
 
     async with open_store(url) as store, anyio.create_task_group() as tg:
         settings = Settings(reporting_internal_token=SecretStr("bench-internal"))
         services = ReportingServices(
-            store=store, pipeline=IngestPipeline(store, require_size_schema=False), settings=settings
+            store=store, pipeline=ingest_pipeline(store, require_size_schema=False), settings=settings
         )
         port = await tg.start(serve_quart, create_reporting_app(services), "127.0.0.1", 0)
         params = {"from": format_instant(start), "to": format_instant(end), "cloud": CLOUD}
@@ -346,14 +346,14 @@ def orchestrate(admin_url: str, scale: float, rounds: int, *, quick: bool = Fals
     for phase, ratio in rated_vs.items():
         print(f"RATIO usage_{phase.replace('-', '_')}_vs_plain={ratio:.2f}")
     # The wall-clock targets are the issue's; on a shared host they measure the host as much as the
-    # code, so --quick (CI) holds the export to its CPU time instead: the same rate per CPU-second.
-    # One round of a twentieth of the cloud is under a second, so --quick holds a regression floor
-    # (three quarters of the rate) rather than the target itself; the full run holds the targets.
+    # code (an absolute rate per CPU-second failed CI at load 2.3 with the floor's CPU slowed alike),
+    # so --quick holds the export to the bare read of the same events in the same round: quiet 3.8 x,
+    # CI 3.1-4.2 x; a regression that doubles the export's work fails. The full run holds the targets.
     gates = [("peak RSS within 1 GiB", rss <= TARGET_RSS_MIB)]
     if not quick:  # a twentieth of the cloud is too short a run to hold to a ratio on a shared host
         gates.append(("rated within 1.5 x the unrated export", rated_vs["rated"] <= RATED_VS_PLAIN))
     if quick:
-        gates.append(("at least 25,000 rows per CPU-second", rows_cpu_s >= QUICK_ROWS_CPU_S))
+        gates.append(("export within 6 x its floor", vs_floor <= QUICK_EXPORT_VS_FLOOR))
     else:
         gates += [
             ("at least 20,000 rows per CPU-second", rows_cpu_s >= TARGET_ROWS_S),

@@ -6,7 +6,7 @@
 - ``small_filesystem``: a 4 MiB tmpfs of the test's own, mounted under its tmp_path, to fill
   (``fill()``: a filler file takes every free byte) and free again; unmounted after the test. Without
   the right to mount (not root, no CAP_SYS_ADMIN) the test skips (fails in CI).
-- ``pg_node``: a PostgreSQL cluster of the test's own (``tally.simulator.pg_node``), started, to
+- ``pg_node``: a PostgreSQL cluster of the test's own (``tally.testing.pg_node``), started, to
   restart, stop and start under what the test runs; removed after it.
 - ``amqp_url``: the RabbitMQ URL on a vhost this run made (``rabbitmqctl add_vhost``) and deletes at
   its end, so nothing another publisher sends on the broker reaches a test; tests still use unique
@@ -35,7 +35,7 @@ from urllib.parse import quote, unquote, urlsplit
 import psycopg
 import pytest
 
-from tally.simulator.pg_node import PgNode, PgNodeUnavailable
+from tally.testing.pg_node import PgNode, PgNodeUnavailable
 
 PG_ADMIN_URL = os.environ.get("TALLY_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 AMQP_URL = os.environ.get("TALLY_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
@@ -72,10 +72,12 @@ def _fresh_database(prefix: str) -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
-    """The event loop the daemon runs on. The actor runtime's and the collector wire's tests run
-    both asyncio and trio by their own fixture (tests/actors/conftest.py, test_wire.py)."""
+    """The event loop the daemon runs on, the one definition of it. Module-scoped, as anyio's own, so a
+    module's async fixtures may be module-scoped too (the real-cloud lane's are). The actor runtime's
+    tests run both asyncio and trio (tests/actors/conftest.py), and so do the collector wire's
+    (``both_backends`` in tests/collector/test_wire.py)."""
     return "asyncio"
 
 

@@ -1,4 +1,4 @@
-"""Resource: open before the children after it start, closed after they stopped."""
+"""HeldResource: open before the children after it start, closed after they stopped."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 import anyio
 import pytest
 
-from tally.actors import ActorContext, ChildSpec, Resource, Supervisor
+from tally.actors import ActorContext, ChildSpec, HeldResource, Supervisor
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +22,7 @@ async def test_resource_is_open_for_exactly_the_lifetime_of_its_users() -> None:
         yield "pool"
         events.append("close")
 
-    pool = Resource("pool", open_pool)
+    pool = HeldResource("pool", open_pool)
 
     async def user(ctx: ActorContext) -> None:
         events.append(f"user sees {pool.value}")

@@ -9,16 +9,8 @@ import anyio
 import pytest
 from prometheus_client import REGISTRY
 
-from tally.actors import (
-    ActorContext,
-    Backoff,
-    ChildSpec,
-    Intensity,
-    Restart,
-    Supervisor,
-    SupervisorGaveUp,
-    SupervisorState,
-)
+from tally.actors import ActorContext, ChildSpec, Supervisor, SupervisorGaveUp
+from tally.actors.internals import Backoff, Intensity, Restart, SupervisorState
 
 pytestmark = pytest.mark.anyio
 

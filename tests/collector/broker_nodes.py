@@ -1,4 +1,4 @@
-"""Starting the private RabbitMQ nodes of ``tally.simulator.rabbit_node`` from a test: side by side,
+"""Starting the private RabbitMQ nodes of ``tally.testing.rabbit_node`` from a test: side by side,
 and skipped when ``rabbitmq-server`` is not installed."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tally.simulator.rabbit_node import BrokerNode, RabbitNodeUnavailable
+from tally.testing.rabbit_node import BrokerNode, RabbitNodeUnavailable
 
 
 def start_nodes(*nodes: BrokerNode) -> None:

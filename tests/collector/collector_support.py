@@ -12,16 +12,15 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import aio_pika
 import anyio
 
-from tally.collector import Collector, serve_collector
+from tally.collector import Collector
 from tally.config import Settings
-from tally.outbox import DeliveryResult, DeliveryStatus
+from tally.outbox.internals import DeliveryResult, DeliveryStatus
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -76,7 +75,7 @@ async def collecting(
     sink = MemorySink()
     conf = settings(tmp_path, url, f"t-{uuid.uuid4().hex[:8]}", [exchange], **over)
     async with anyio.create_task_group() as tg:
-        collector: Collector = await tg.start(partial(serve_collector, conf, sink=sink))
+        collector: Collector = await tg.start(Collector(conf, sink=sink).serve)
         yield sink, collector
         assert collector.statistics().taken >= len(sink.events)
         tg.cancel_scope.cancel()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -25,7 +24,7 @@ from collector_support import (
 )
 from prometheus_client import REGISTRY
 
-from tally.collector import Collector, CollectorError, serve_collector
+from tally.collector import Collector, CollectorError
 from tally.config import Settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.rabbitmq]
@@ -73,7 +72,7 @@ async def test_each_of_the_26_types_maps_to_the_spec_event(
             service_exchanges(amqp_url, list(names.values())) as channel,
             anyio.create_task_group() as tg,
         ):
-            collector: Collector = await tg.start(partial(serve_collector, conf, sink=sink))
+            collector: Collector = await tg.start(Collector(conf, sink=sink).serve)
             for case in cases:
                 n = case["notification"]
                 await publish(channel, names[n["exchange"]], json.dumps(n["body"]).encode(), n["routing_key"])
@@ -118,7 +117,7 @@ async def test_bad_input_is_acked_counted_and_never_blocks(
     )
     try:
         async with service_exchanges(amqp_url, [exchange]) as channel, anyio.create_task_group() as tg:
-            await tg.start(partial(serve_collector, conf, sink=sink))
+            await tg.start(Collector(conf, sink=sink).serve)
             for body in bad:
                 await publish(channel, exchange, body, "notifications.error")
             await publish(channel, exchange, wrong_types)
@@ -145,7 +144,7 @@ async def test_declares_the_exchanges_as_oslo_does_and_binds_at_once(
     conf = settings(tmp_path, amqp_url, unique, names)
     try:
         async with anyio.create_task_group() as tg:
-            await tg.start(partial(serve_collector, conf, sink=sink))
+            await tg.start(Collector(conf, sink=sink).serve)
             assert _metric("tally_collector_connected") == 1
             # The services' own declaration (durable=False) matches the collector's.
             async with service_exchanges(amqp_url, names) as channel:
@@ -195,7 +194,7 @@ async def test_quorum_queue_and_queue_gauges(amqp_url: str, unique: str, tmp_pat
     sink = MemorySink()
     try:
         async with service_exchanges(amqp_url, [exchange]) as channel, anyio.create_task_group() as tg:
-            await tg.start(partial(serve_collector, conf, sink=sink))
+            await tg.start(Collector(conf, sink=sink).serve)
             await _wait_for(lambda: _metric("tally_collector_queue_consumers") == 1)
             await publish(channel, exchange, _instance_create("vm-q"))
             await _wait_for(lambda: len(sink.events) == 1)
@@ -220,7 +219,7 @@ async def test_consuming_pauses_at_the_buffer_limit_and_resumes(
     sink.fail_next = 10**9  # the sink is down
     try:
         async with service_exchanges(amqp_url, [exchange]) as channel, anyio.create_task_group() as tg:
-            collector: Collector = await tg.start(partial(serve_collector, conf, sink=sink))
+            collector: Collector = await tg.start(Collector(conf, sink=sink).serve)
             for n in range(40):
                 await publish(channel, exchange, _instance_create(f"vm-{n}"))
             await _wait_for(lambda: _metric("tally_collector_paused") == 1)
@@ -261,7 +260,7 @@ async def test_reconnects_after_the_broker_drops_it_without_loss(
     lost_before = _metric("tally_collector_connections_lost_total")
     try:
         async with service_exchanges(amqp_url, [exchange]) as channel, anyio.create_task_group() as tg:
-            await tg.start(partial(serve_collector, conf, sink=sink))
+            await tg.start(Collector(conf, sink=sink).serve)
             for n in range(200):
                 await publish(channel, exchange, _instance_create(f"vm-{n}", message_id=f"m-{n}"))
             assert (

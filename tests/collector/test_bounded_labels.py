@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 
 import anyio
@@ -10,10 +9,10 @@ import pytest
 from collector_support import MemorySink
 from prometheus_client import REGISTRY, generate_latest
 
-from tally.collector import InProcessBus, serve_collector
+from tally.collector import Collector, InProcessBus
 from tally.collector._mapping import RULES
 from tally.config import Settings
-from tally.core import MAPPED_EVENT_TYPES
+from tally.core.internals import MAPPED_EVENT_TYPES
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +34,7 @@ async def test_2000_novel_oslo_types_add_no_series(tmp_path: Path) -> None:
             await bus.drain()
 
     async with anyio.create_task_group() as tg:
-        await tg.start(partial(serve_collector, settings, sink=sink, bus=bus))
+        await tg.start(Collector(settings, sink=sink, bus=bus).serve)
         await publish(0, 10)
         base = _series()
         await publish(10, 2000)

@@ -22,7 +22,7 @@ from broker_nodes import start_nodes
 from collector_support import MemorySink, collecting, oslo_inner, oslo_message, settings, v2_body, wait_for
 
 from tally.collector import Collector, CollectorError
-from tally.simulator.rabbit_node import BrokerNode, TlsListener, free_port, make_ca
+from tally.testing.rabbit_node import BrokerNode, TlsListener, free_port, make_ca
 
 pytestmark = [pytest.mark.anyio, pytest.mark.rabbitmq]
 

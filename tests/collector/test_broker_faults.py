@@ -44,10 +44,9 @@ from collector_support import (
 )
 from prometheus_client import REGISTRY
 
-from tally.collector import _amqp
+from tally.collector import _amqp, broker_definitions
 from tally.collector._amqp import AmqpConfig
-from tally.collector._definitions import broker_definitions
-from tally.simulator.rabbit_node import BrokerNode
+from tally.testing.rabbit_node import BrokerNode
 
 pytestmark = [pytest.mark.anyio, pytest.mark.rabbitmq]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from functools import partial
 from pathlib import Path
 
 import anyio
@@ -11,9 +10,10 @@ import pytest
 from collector_support import MemorySink, fixtures
 from prometheus_client import REGISTRY
 
-from tally.collector import Collector, CollectorError, InProcessBus, serve_collector
-from tally.collector._health import create_health_app
+from tally.collector import Collector, CollectorError, InProcessBus
 from tally.config import Settings
+from tally.daemon import standalone_app
+from tally.http import Readiness
 
 pytestmark = pytest.mark.anyio
 
@@ -33,9 +33,7 @@ async def test_the_22_types_through_the_bus_and_drain(tmp_path: Path) -> None:
     bus, sink = InProcessBus(), MemorySink()
     cases = fixtures()
     async with anyio.create_task_group() as tg:
-        collector: Collector = await tg.start(
-            partial(serve_collector, _settings(tmp_path), sink=sink, bus=bus)
-        )
+        collector: Collector = await tg.start(Collector(_settings(tmp_path), sink=sink, bus=bus).serve)
         for case in cases:
             n = case["notification"]
             await bus.publish(n["exchange"], n["routing_key"], n["body"])
@@ -55,8 +53,8 @@ async def test_health_turns_unhealthy_while_rows_wait_and_recovers(tmp_path: Pat
     settings = _settings(tmp_path, osc_unhealthy_threshold_s=1, osc_flush_interval_s=0.1)
     case = fixtures()[0]["notification"]
     async with anyio.create_task_group() as tg:
-        collector: Collector = await tg.start(partial(serve_collector, settings, sink=sink, bus=bus))
-        client = create_health_app(collector).test_client()
+        collector: Collector = await tg.start(Collector(settings, sink=sink, bus=bus).serve)
+        client = standalone_app(collector, Readiness()).test_client()
         await bus.publish(case["exchange"], case["routing_key"], json.dumps(case["body"]))
         await bus.wait_consumed()
         assert (await client.get("/healthz")).status_code == 200
@@ -93,7 +91,7 @@ async def test_counts_by_type_and_reason(tmp_path: Path) -> None:
         "payload": {"volume_id": "v", "tenant_id": "t"},
     }
     async with anyio.create_task_group() as tg:
-        await tg.start(partial(serve_collector, _settings(tmp_path), sink=sink, bus=bus))
+        await tg.start(Collector(_settings(tmp_path), sink=sink, bus=bus).serve)
         await bus.publish("openstack", "notifications.info", dict(inner, event_type="volume.delete.end"))
         await bus.publish(
             "neutron", "notifications.info", dict(inner, message_id="y", event_type="port.create.end")

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from collector_support import fixtures, oslo_inner, publish, service_exchanges, v2_body
 
-from tally.daemon.cli import main
+from tally.cli import main
 
 
 def _cases() -> tuple[list[dict[str, object]], list[dict[str, object]]]:
@@ -125,7 +125,7 @@ async def test_dump_prints_deliveries_with_credentials_redacted(
     )
     async with service_exchanges(amqp_url, [exchange]) as channel:
         process = await anyio.open_process(
-            [sys.executable, "-m", "tally.daemon", "collector", "--dump", "--count", "1"], env=env
+            [sys.executable, "-m", "tally", "collector", "--dump", "--count", "1"], env=env
         )
         with anyio.fail_after(30):
             while process.returncode is None:
@@ -194,7 +194,7 @@ def test_the_standalone_collector_logs_with_journal_priorities(tmp_path: Path) -
             "TALLY_OSC_HTTP_PORT": "0",
         }
         process = subprocess.Popen(
-            [sys.executable, "-m", "tally.daemon", "collector"],
+            [sys.executable, "-m", "tally", "collector"],
             env=env,
             stderr=stderr,
             stdout=subprocess.DEVNULL,

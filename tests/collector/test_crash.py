@@ -76,7 +76,7 @@ class CollectorProcess:
     async def start(self) -> None:
         with self.log.open("ab") as out:
             self.proc = await anyio.open_process(
-                [sys.executable, "-m", "tally.daemon", "collector"], env=self.env, stdout=out, stderr=out
+                [sys.executable, "-m", "tally", "collector"], env=self.env, stdout=out, stderr=out
             )
         async with httpx.AsyncClient() as client:
             with anyio.fail_after(30):

@@ -10,15 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tally.collector import (
-    MAX_BODY_BYTES,
-    Decoded,
-    Skipped,
-    Unparseable,
-    _decode,
-    decode_body,
-    map_notification,
-)
+from tally.collector import Skipped, _decode, map_notification
+from tally.collector.internals import MAX_BODY_BYTES, Decoded, Unparseable, decode_body
 
 INNER = {
     "message_id": "m-1",

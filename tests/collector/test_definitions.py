@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tally.cli import main
+from tally.collector import broker_definitions
 from tally.collector._amqp import AmqpConfig
-from tally.collector._definitions import broker_definitions
-from tally.daemon.cli import main
 
 
 def test_every_exchange_is_bound_on_every_topic_with_the_services_durability() -> None:

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from tally.collector import InProcessBus
 from tally.collector._consumer import Consumer
-from tally.outbox import DeliveryResult, DeliveryStatus, Sender, open_outbox
+from tally.outbox import Sender, open_outbox
+from tally.outbox.internals import DeliveryResult, DeliveryStatus
 
 BODIES = [
     v2_body(

@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY
 
 from tally.collector._consumer import Consumer
 from tally.collector._delivery import Delivery
-from tally.collector._log_limit import LogLimit
+from tally.core import LogLimit
 from tally.outbox import open_outbox
 
 
@@ -67,6 +67,7 @@ async def test_a_flood_of_unreadable_bodies_writes_ten_lines_and_counts_all(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="tally.collector._consumer")
     before = REGISTRY.get_sample_value("tally_collector_unparseable_total", {"reason": "json"}) or 0.0
+    left_out_before = _suppressed("unparseable")
     send, receive = anyio.create_memory_object_stream[Delivery](10_000)
     async with open_outbox(tmp_path / "outbox.sqlite3") as outbox, anyio.create_task_group() as tg:
         consumer = Consumer(outbox, cloud="c1", buffer_max=10_000, batch_limit=100)
@@ -79,7 +80,25 @@ async def test_a_flood_of_unreadable_bodies_writes_ten_lines_and_counts_all(
         tg.cancel_scope.cancel()
     after = REGISTRY.get_sample_value("tally_collector_unparseable_total", {"reason": "json"}) or 0.0
     assert after - before == 2000
+    assert _suppressed("unparseable") - left_out_before == 1990
     lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 10, lines[:12]
-    assert all(line.startswith("collector: unparseable body reason=json") for line in lines)
+    # Ten lines within the minute, and when the loop stopped the one that counts the rest.
+    assert len(lines) == 11, lines[:12]
+    assert all(line.startswith("collector: unparseable body reason=json") for line in lines[:10])
+    assert lines[10].startswith("collector: 1990 more unparseable bodies were not logged"), lines[10]
     assert max(len(line) for line in lines) < 600
+
+
+def _suppressed(kind: str) -> float:
+    return REGISTRY.get_sample_value("tally_collector_warnings_suppressed_total", {"kind": kind}) or 0.0
+
+
+def test_drain_hands_the_open_window_too_and_each_left_out_is_told() -> None:
+    clock = Clock()
+    told: list[None] = []
+    limit = LogLimit(per_window=2, window_s=60, clock=clock, on_suppressed=lambda: told.append(None))
+    assert [limit.allow() for _ in range(5)] == [True, True, False, False, False]
+    assert len(told) == 3
+    assert limit.summary() == 0  # the window is still open
+    assert limit.drain() == 3
+    assert limit.drain() == 0 and limit.summary() == 0

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tally.collector import RULES, Mapped, Skipped, Unparseable, map_notification
+from tally.collector import Mapped, Skipped, map_notification
+from tally.collector.internals import RULES, Unparseable
 from tally.core import deterministic_event_id, parse_event, parse_instant
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.json"))

@@ -114,9 +114,8 @@ def test_a_frame_over_frame_max_is_a_protocol_error_before_it_is_read() -> None:
 
 
 # -- on the machine's RabbitMQ, on both backends ------------------------------------------------------------
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+# The wire is anyio only, so it is tested on trio too; the rest of the collector is asyncio-only (aio-pika).
+both_backends = pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 
 
 def _publish(url: str, queue: str, bodies: list[bytes]) -> None:
@@ -145,6 +144,7 @@ def _delete(url: str, queue: str) -> None:
 
 @pytest.mark.rabbitmq
 @pytest.mark.anyio
+@both_backends
 async def test_consumes_in_order_and_acks_so_nothing_is_redelivered(amqp_url: str, unique: str) -> None:
     bodies = [f"message {n}".encode() for n in range(300)]
     await anyio.to_thread.run_sync(_publish, amqp_url, unique, bodies)
@@ -209,6 +209,7 @@ async def test_consumes_in_order_and_acks_so_nothing_is_redelivered(amqp_url: st
 
 @pytest.mark.rabbitmq
 @pytest.mark.anyio
+@both_backends
 async def test_a_refused_login_and_a_closed_channel_end_with_the_brokers_reason(
     amqp_url: str, unique: str
 ) -> None:
@@ -246,6 +247,7 @@ async def test_a_refused_login_and_a_closed_channel_end_with_the_brokers_reason(
 
 
 @pytest.mark.anyio
+@both_backends
 async def test_an_unreachable_broker_ends_at_once_naming_the_address() -> None:
     async def unused(_: object) -> None:
         raise AssertionError("unreachable")
@@ -262,6 +264,7 @@ async def test_an_unreachable_broker_ends_at_once_naming_the_address() -> None:
 
 @pytest.mark.rabbitmq
 @pytest.mark.anyio
+@both_backends
 async def test_heartbeats_keep_an_idle_connection_open(amqp_url: str, unique: str) -> None:
     """With a one-second heartbeat the broker drops a client silent for two seconds; this one lives."""
     separator = "&" if "?" in amqp_url else "?"

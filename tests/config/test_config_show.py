@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tally.config import load_settings, redact_url, render_settings
+from tally.config import load_settings, render_settings
+from tally.config.internals import redact_url
 
 
 def test_render_redacts_secrets_and_url_passwords() -> None:
@@ -54,7 +55,7 @@ def test_config_show_command(tmp_path: Path) -> None:
         "TALLY_REPORTING_SYNC_SETTLE_S": "0",
     }
     done = subprocess.run(
-        [sys.executable, "-m", "tally.daemon", "config", "show"], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "tally", "config", "show"], env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
     assert "TALLY_REPORTING_INTERNAL_TOKEN=***" in done.stdout.splitlines()
@@ -65,7 +66,7 @@ def test_config_show_command(tmp_path: Path) -> None:
 def test_config_show_refuses_bad_settings_with_one_line() -> None:
     env = {"PATH": "/usr/bin:/bin", "TALLY_REPORTING_SYNC_BUDGET_S": "0"}
     done = subprocess.run(
-        [sys.executable, "-m", "tally.daemon", "config", "show"], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "tally", "config", "show"], env=env, capture_output=True, text=True
     )
     assert done.returncode == 2
     assert done.stderr == "tally: TALLY_REPORTING_SYNC_BUDGET_S=0 is outside the allowed range 1..86400\n"

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tally.config import ConfigError, Settings, load_settings, unknown_variables
+from tally.config import ConfigError, Settings, load_settings
+from tally.config.internals import unknown_variables
 
 
 def test_embedded_defaults_load_from_an_empty_environment() -> None:

@@ -8,15 +8,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tally.core import (
-    HISTORY_STARTS_WITHOUT_CREATE,
-    Event,
-    StoredEvent,
-    advance,
-    lifecycle,
-    needs_replay,
-    project,
-)
+from tally.core import Event, StoredEvent, advance, lifecycle, needs_replay, project
+from tally.core.internals import HISTORY_STARTS_WITHOUT_CREATE
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
 

@@ -20,15 +20,14 @@ from tally.core import (
     UsageLine,
     UsageWindow,
     fact_usage,
-    is_snapshot,
     lifecycle,
     parse_event,
     project,
     resource_usage,
     snapshot_for,
-    step,
     usage_fact,
 )
+from tally.core.internals import is_snapshot, step
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)

@@ -10,15 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tally.core import (
-    Event,
-    StoredEvent,
-    UsageLine,
-    UsageWindow,
-    add_group_usage,
-    resource_usage,
-    seconds_text,
-)
+from tally.core import Event, StoredEvent, UsageLine, UsageWindow, resource_usage, seconds_text
+from tally.core.internals import add_group_usage
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)

@@ -20,12 +20,12 @@ from tally.core import (
     UsageLine,
     UsageWindow,
     add_fact_group_usage,
-    add_group_usage,
     fact_usage,
     resource_usage,
     seconds_text,
     usage_fact,
 )
+from tally.core.internals import add_group_usage
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)

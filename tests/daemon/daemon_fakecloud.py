@@ -14,9 +14,10 @@ from pathlib import Path
 
 from anyio.from_thread import start_blocking_portal
 
+from tally.simulation import serve_fake_cloud
+from tally.simulation.simulate import write_cloud_files
 from tally.simulator.clock import VirtualClock
-from tally.simulator.fakecloud import create_fake_cloud_app, serve_fake_cloud
-from tally.simulator.simulate import write_cloud_files
+from tally.simulator.fakecloud import create_fake_cloud_app
 from tally.simulator.world import World, WorldBuilder
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)

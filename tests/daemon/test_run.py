@@ -72,7 +72,7 @@ def test_run_on_embedded_defaults_speaks_sd_notify_and_drains_on_sigterm(
         TALLY_REPORTNG_SYNC_BUDGET_S="30",  # a typo: warned about, not fatal
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tally.daemon", "run"], env=env, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "tally", "run"], env=env, stderr=subprocess.PIPE, text=True
     )
     try:
         ready = receive_until(notify_socket, "READY=1")
@@ -110,7 +110,7 @@ def test_run_on_embedded_defaults_speaks_sd_notify_and_drains_on_sigterm(
 
 def test_sigint_drains_too(tmp_path: Path, notify_socket: socket.socket) -> None:
     env = tally_env(tmp_path, free_port(), NOTIFY_SOCKET=notify_socket.getsockname())
-    proc = subprocess.Popen([sys.executable, "-m", "tally.daemon", "run"], env=env, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-m", "tally", "run"], env=env, stderr=subprocess.PIPE)
     try:
         receive_until(notify_socket, "READY=1")
         proc.send_signal(signal.SIGINT)
@@ -125,7 +125,7 @@ def test_sigint_drains_too(tmp_path: Path, notify_socket: socket.socket) -> None
 def test_bad_setting_refuses_startup_with_one_line(tmp_path: Path) -> None:
     env = tally_env(tmp_path, free_port(), TALLY_REPORTING_SYNC_SETTLE_S="-1")
     done = subprocess.run(
-        [sys.executable, "-m", "tally.daemon", "run"], env=env, capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "tally", "run"], env=env, capture_output=True, text=True, timeout=30
     )
     assert done.returncode == 2
     assert done.stderr == "tally: TALLY_REPORTING_SYNC_SETTLE_S=-1 is outside the allowed range 0..3600\n"
@@ -139,7 +139,7 @@ def test_bad_clouds_config_refuses_startup_naming_file_and_key(tmp_path: Path) -
     )
     env = tally_env(tmp_path, free_port(), TALLY_REPORTING_CLOUDS_CONFIG=str(clouds))
     done = subprocess.run(
-        [sys.executable, "-m", "tally.daemon", "run"], env=env, capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "tally", "run"], env=env, capture_output=True, text=True, timeout=30
     )
     assert done.returncode == 2
     assert done.stderr.startswith(f"tally: {clouds}")
@@ -155,7 +155,7 @@ def test_a_taken_port_refuses_startup_with_one_line_naming_the_address(tmp_path:
     port = blocker.getsockname()[1]
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "tally.daemon", "run"],
+            [sys.executable, "-m", "tally", "run"],
             env=tally_env(tmp_path, port),
             capture_output=True,
             text=True,

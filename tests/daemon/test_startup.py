@@ -28,7 +28,7 @@ from tally.store._probe import classify_connect_error
 
 def tally_run(env: dict[str, str], timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tally.daemon", "run"],
+        [sys.executable, "-m", "tally", "run"],
         env=env,
         capture_output=True,
         text=True,
@@ -174,7 +174,7 @@ def test_lines_reach_the_journal_at_their_priority(tmp_path: Path) -> None:
             JOURNAL_STREAM=f"{status.st_dev}:{status.st_ino}",
             TALLY_NO_SUCH_SETTING="1",
         )
-        subprocess.run([sys.executable, "-m", "tally.daemon", "run"], env=env, stderr=stderr, timeout=60)
+        subprocess.run([sys.executable, "-m", "tally", "run"], env=env, stderr=stderr, timeout=60)
     lines = stderr_path.read_text().splitlines()
     assert any(line.startswith("<4>") and "unknown setting ignored" in line for line in lines), lines
 

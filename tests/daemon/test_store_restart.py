@@ -1,15 +1,16 @@
 """PostgreSQL restarted twice under a running ``tally run``: nothing lost, nothing doubled, nothing exits.
 
-One daemon on a PostgreSQL node of the test's own (``tally.simulator.pg_node``) and a vhost of its own,
+One daemon on a PostgreSQL node of the test's own (``tally.testing.pg_node``) and a vhost of its own,
 two clouds of the fake cloud on a 4 s interval, a service publishing through oslo.messaging's own
 Notifier (``bench.replicas`` gives the daemon's settings, the fake cloud and the counts, as for the
 replicas test). While it publishes the node is restarted with ``pg_ctl restart -m fast`` in the middle
 of a sync, and later stopped, left down a few seconds and started. Meanwhile ``/readyz`` and the
 Reporting API are asked every few hundred milliseconds. Then: every notification stored once, the
 daemon still running (and its SIGTERM drain exits 0), ``/readyz`` not ready while the store is away
-and ready again within seconds of its start, the API's answers during the outage the documented 503
-(never a 500), the sync caught by the restart not left running, and a sync of each cloud after the
-restart completed. The figures go to stdout (``-s``) and docs/scaling.md ("PostgreSQL HA").
+(from the probe's connection wait after the stop) and ready again within seconds of its start, the
+API's answers during the outage the documented 503 (never a 500), the sync caught by the restart not
+left running, and a sync of each cloud after the restart completed. The figures go to stdout (``-s``) and
+docs/scaling.md ("PostgreSQL HA").
 
 Before the fixes it found, the daemon exited 1 within two seconds of the stop (the sync schedulers
 crashed on the lock's connection until the supervisor gave up) and the API answered 500 with a
@@ -44,14 +45,18 @@ from bench.replicas import (
 )
 from daemon_support import secret
 
-from tally.simulator.pg_node import PgNode
+from tally.testing.pg_node import PgNode
 
 pytestmark = [pytest.mark.postgres, pytest.mark.rabbitmq, pytest.mark.slow]
 
 NOTIFICATIONS = int(os.environ.get("TALLY_TEST_STORE_RESTART_NOTIFICATIONS", "2400"))
 RATE = 120.0
 INTERVAL_S = 4
-DOWN_S = 4.0
+DOWN_S = 6.0
+# /readyz answers the store probe's last outcome without waiting. On a stopped server the probe's run
+# fails only when its wait for a connection ends (the daemon's STORE_CHECK_WAIT_S, 1.5 s), so the
+# stop is told within that wait and a probe turn; the hang bound (period + deadline) is 4 s.
+TOLD_S = 2.5
 UNAVAILABLE = {
     "type": "urn:tally:error:unavailable",
     "title": "Service unavailable",
@@ -237,7 +242,9 @@ def test_postgresql_restarted_twice_under_a_running_daemon(
     assert restart_ready is not None and start_ready is not None
     after_restart = restart_ready.answered - restart_up
     after_start = start_ready.answered - start_up
-    down = [s for s in ready.between(stopped_at, start_began) if s.answered <= start_began]
+    # /readyz answers from the probes' last outcomes and never waits: a request wakes the store's probe,
+    # whose run fails when its connection wait ends, and the requests after it say so.
+    down = [s for s in ready.between(stopped_at + TOLD_S, start_began) if s.answered <= start_began]
     print(
         f"\n{rows} rows, {distinct} distinct of {NOTIFICATIONS}; restart -m fast took "
         f"{restart_up - restart_began:.2f} s, /readyz 200 again {after_restart:.2f} s after it; stop "
@@ -283,4 +290,8 @@ def test_postgresql_restarted_twice_under_a_running_daemon(
     assert not [r for r in record if r[2] == "running"]
     for cloud in ("os-r1", "os-r2"):
         assert [r for r in record if r[1] == cloud and r[2] == "completed" and r[3] > back_at]
-    assert "sync lock lost with its connection before the run ended" in log
+    # The lease renewal (a thread of its own) may meet the ended session before the run releases the
+    # lock: either warning tells the lock went with the restart (docs/install.md, troubleshooting).
+    assert "sync lock lost with its connection before the run ended" in log or (
+        "sync lock lost while its run went on" in log
+    )

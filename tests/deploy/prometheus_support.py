@@ -31,7 +31,7 @@ import yaml
 from daemon_support import daemon_env, free_port, running_daemon, wait_until_ready
 from monitoring_files import RULES
 
-from tally.simulator.simulate import write_cloud_files
+from tally.simulation.simulate import write_cloud_files
 
 CLOUD = "os-sim"
 BROKEN_CLOUD = "os-misconfigured"
@@ -139,7 +139,7 @@ def _before_the_month(base_url: str) -> None:
 
 
 def _publish_the_month(env: dict[str, str]) -> None:
-    argv = [sys.executable, "-m", "tally.daemon", "simulator", "run", *MONTH, "--factor", str(FACTOR)]
+    argv = [sys.executable, "-m", "tally", "simulator", "run", *MONTH, "--factor", str(FACTOR)]
     done = subprocess.run(
         [*argv, "--wait-for-collector", "60"], env=env, capture_output=True, text=True, timeout=180
     )

@@ -104,7 +104,7 @@ def test_the_example_env_file_runs_as_written(tmp_path: Path) -> None:
         **{k: os.environ[k] for k in ("PYTHONPATH",) if k in os.environ},
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tally.daemon", "run"], env=env, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "tally", "run"], env=env, stderr=subprocess.PIPE, text=True
     )
     try:
         deadline = time.monotonic() + 30

@@ -15,7 +15,6 @@ from quart.typing import TestClientProtocol
 
 from tally.config import Settings
 from tally.http import (
-    KeystoneTokens,
     Readiness,
     ReportingServices,
     SyncRunner,
@@ -23,6 +22,7 @@ from tally.http import (
     health_blueprint,
     serve_quart,
 )
+from tally.http.internals import KeystoneTokens
 from tally.ingest import IngestPipeline
 from tally.store import Store, hash_secret, open_store
 

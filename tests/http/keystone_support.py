@@ -20,15 +20,15 @@ import httpx
 import yaml
 from http_support import INGEST, Api, build_api, event
 
-from tally.http import KeystoneTokens, TallyPolicy
+from tally.http.internals import KeystoneTokens, TallyPolicy
 from tally.openstack import TokenChecker, resolve_cloud
+from tally.simulation import serve_fake_cloud
 from tally.simulator import WorldBuilder, create_fake_cloud_app
 from tally.simulator.fakecloud import (
     ADMIN_PASSWORD,
     ADMIN_USER,
     FakeCloudState,
     admin_cloud_entry,
-    serve_fake_cloud,
 )
 from tally.store import Store
 

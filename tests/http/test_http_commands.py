@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tally.http import commands
+from tally.cli import tokens as commands
 from tally.store import hash_secret, open_store
 
 pytestmark = pytest.mark.anyio

@@ -242,7 +242,7 @@ async def test_a_slow_keystone_is_503_within_the_timeout(store: Store, tmp_path:
 
     from keystone_support import checker
 
-    from tally.http import KeystoneTokens, TallyPolicy
+    from tally.http.internals import KeystoneTokens, TallyPolicy
 
     async with keystone_api(store, tmp_path) as ks:
         token = await ks.tenant("alpha_reader")

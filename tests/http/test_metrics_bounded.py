@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from http_support import INGEST, Api, event
 
-from tally.ingest import refresh_current_resources
+from tally.ingest.internals import refresh_current_resources
 
 pytestmark = pytest.mark.anyio
 

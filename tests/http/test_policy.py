@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tally.http import PolicyFileError, TallyPolicy
+from tally.http import PolicyFileError
 from tally.http._policy import ROUTE_RULES, default_rules, sample_yaml
+from tally.http.internals import TallyPolicy
 
 READER = {"roles": ["reader"], "project_id": "p1"}
 MEMBER = {"roles": ["member", "reader"], "project_id": "p1"}
@@ -100,7 +101,7 @@ def test_the_sample_lists_every_rule_commented_out_and_loads_as_the_defaults(tmp
 
 
 def test_the_cli_prints_the_defaults_and_the_daemon_refuses_a_bad_file(tmp_path: Path) -> None:
-    tally = [sys.executable, "-m", "tally.daemon.cli"]
+    tally = [sys.executable, "-m", "tally"]
     printed = subprocess.run([*tally, "policy-defaults"], capture_output=True, text=True, check=True)
     assert printed.stdout.strip() == sample_yaml().strip()
     bad = tmp_path / "policy.yaml"
@@ -125,7 +126,7 @@ def test_the_daemon_refuses_a_keystone_entry_clouds_yaml_lacks(tmp_path: Path) -
         "OS_CLIENT_CONFIG_FILE": str(clouds_yaml),
     }
     ran = subprocess.run(
-        [sys.executable, "-m", "tally.daemon.cli", "run"], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-m", "tally", "run"], capture_output=True, text=True, env=env, timeout=60
     )
     assert ran.returncode == 2
     [line] = ran.stderr.strip().splitlines()

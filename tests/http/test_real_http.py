@@ -10,7 +10,7 @@ import httpx
 import pytest
 from http_support import INGEST, INTERNAL, READER, event, live_server
 
-from tally.http import SyncOutcome
+from tally.reconcile import RunnerOutcome
 
 
 def test_ingest_and_read_back_over_http(store_url: str) -> None:
@@ -43,14 +43,14 @@ class SlowRunner:
         self.started = threading.Event()
         self.cancelled = threading.Event()
 
-    async def run(self, cloud: str, at: datetime | None) -> SyncOutcome:
+    async def run(self, cloud: str, at: datetime | None) -> RunnerOutcome:
         self.started.set()
         try:
             await anyio.sleep(60)
         except anyio.get_cancelled_exc_class():
             self.cancelled.set()
             raise
-        return SyncOutcome("never")
+        return RunnerOutcome("never")
 
 
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)

@@ -8,7 +8,7 @@ import orjson
 import pytest
 from http_support import ADMIN, INGEST, READER, Api, event
 
-from tally.ingest import MAX_EVENT_BYTES
+from tally.ingest.internals import MAX_EVENT_BYTES
 
 pytestmark = pytest.mark.anyio
 

@@ -17,7 +17,7 @@ import anyio
 from http_support import INGEST, event, live_server
 from prometheus_client import REGISTRY
 
-from tally.daemon.cli import main
+from tally.cli import main
 from tally.outbox import HttpSink, Sender, open_outbox
 
 POISON = "vm-poison"

@@ -8,7 +8,7 @@ import anyio
 import pytest
 from http_support import ADMIN, INTERNAL, build_api
 
-from tally.http import SyncAlreadyRunning, SyncNotStarted, SyncOutcome, UnknownCloud
+from tally.reconcile import RunnerOutcome, SyncAlreadyRunning, SyncNotStarted, UnknownCloud
 from tally.store import Store
 
 pytestmark = pytest.mark.anyio
@@ -27,7 +27,7 @@ class RecordingRunner:
         self.delay = delay
         self.cancelled = anyio.Event()
 
-    async def run(self, cloud: str, at: datetime | None) -> SyncOutcome:
+    async def run(self, cloud: str, at: datetime | None) -> RunnerOutcome:
         if cloud != "os-sim":
             raise UnknownCloud(cloud)
         if self.busy:
@@ -40,7 +40,7 @@ class RecordingRunner:
         except anyio.get_cancelled_exc_class():
             self.cancelled.set()
             raise
-        return SyncOutcome("run-1", {"created": 2, "updated": 1, "deleted": 0, "deferred": 3}, self.failed)
+        return RunnerOutcome("run-1", {"created": 2, "updated": 1, "deleted": 0, "deferred": 3}, self.failed)
 
 
 def internal() -> dict[str, str]:

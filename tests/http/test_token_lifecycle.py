@@ -11,9 +11,9 @@ import anyio
 import pytest
 from http_support import Api, build_api, event
 
+from tally.cli import tokens as commands
+from tally.cli.tokens import ExpiryError, parse_expiry, render_table
 from tally.core import utc_now
-from tally.http import commands
-from tally.http.commands import ExpiryError, parse_expiry, render_table
 from tally.store import Store, hash_secret
 
 pytestmark = pytest.mark.anyio

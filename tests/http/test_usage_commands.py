@@ -14,7 +14,7 @@ import pytest
 from http_support import INGEST, READER, live_server
 from test_routes_usage import known_history
 
-from tally.daemon.cli import main
+from tally.cli import main
 
 WINDOW = ["--from", "2026-03-01T00:00:00Z", "--to", "2026-03-02T00:00:00Z"]
 

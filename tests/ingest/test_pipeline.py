@@ -11,14 +11,13 @@ from prometheus_client import REGISTRY
 
 from tally.core import ResourceKey
 from tally.ingest import (
-    SCOPE_VIOLATION,
     BatchTooLarge,
     IngestPipeline,
     IngestScope,
     SizeSchemaInvalid,
     keep_current_resources_fresh,
-    refresh_current_resources,
 )
+from tally.ingest.internals import SCOPE_VIOLATION, refresh_current_resources
 from tally.store import EventFilter, SizeName, Store, open_store
 
 pytestmark = pytest.mark.anyio

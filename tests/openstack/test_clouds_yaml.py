@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tally.openstack import clouds_yaml_locations, find_clouds_yaml, resolve_cloud, warn_if_unpinned
+from tally.openstack import resolve_cloud
+from tally.openstack.internals import clouds_yaml_locations, find_clouds_yaml, warn_if_unpinned
 from tally.reconcile import RunAborted
 
 

@@ -5,13 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from tally.openstack import (
-    AdapterConfigError,
-    OpenStackSettings,
-    negotiate_microversion,
-    parse_adapter_config,
-)
 from tally.openstack._evidence import (
     ListingInvalid,
     instance_in_transition,
@@ -25,7 +21,13 @@ from tally.openstack._evidence import (
     observe_volume,
     volume_in_transition,
 )
-from tally.openstack._instants import parse_platform_instant
+from tally.openstack._instants import _rewritten, parse_platform_instant
+from tally.openstack.internals import (
+    AdapterConfigError,
+    OpenStackSettings,
+    negotiate_microversion,
+    parse_adapter_config,
+)
 
 
 def test_instance_in_transition() -> None:
@@ -205,3 +207,20 @@ def test_parse_adapter_config() -> None:
         parse_adapter_config({})
     with pytest.raises(AdapterConfigError, match="include_octavia"):
         parse_adapter_config({"os_cloud": "x", "include_octavia": "yes"})
+
+
+@given(
+    instant=st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2100, 1, 1)),
+    layout=st.sampled_from(
+        ["%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%d"]
+    ),
+    zone=st.sampled_from(["", "+00:00", "+02:00", "-05:30", "Z", " ", "z"]),
+)
+def test_parse_platform_instant_reads_a_text_as_its_rewriting_does(
+    instant: datetime, layout: str, zone: str
+) -> None:
+    # The fast path reads the layouts Python takes as they are; it must read them as the rewriting does.
+    text = instant.strftime(layout) + zone
+    assert parse_platform_instant(text) == _rewritten(text)
+    parsed = parse_platform_instant(text)
+    assert parsed is None or parsed.tzinfo is UTC

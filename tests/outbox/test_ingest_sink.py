@@ -8,7 +8,8 @@ import pytest
 from outbox_support import volume_event
 
 from tally.ingest import IngestPipeline
-from tally.outbox import DeliveryStatus, IngestSink
+from tally.outbox import IngestSink
+from tally.outbox.internals import DeliveryStatus
 from tally.store import open_store
 
 pytestmark = pytest.mark.anyio

@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 from rating_support import seed_accounts, seed_store
 
-from tally.daemon.cli import main
-from tally.rating import FOCUS_COLUMNS
+from tally.cli import main
 from tally.rating._currency import MINOR_UNITS
+from tally.rating.internals import FOCUS_COLUMNS
 
 EXAMPLE = Path(__file__).parents[2] / "docs" / "examples" / "price-list.yaml"
 MONTH = ["--from", "2026-03-01T00:00:00Z", "--to", "2026-04-01T00:00:00Z"]

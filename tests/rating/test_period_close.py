@@ -14,8 +14,8 @@ import pytest
 from rating_support import SMALL, ev, known_month, seed_store
 from test_focus import check_focus_rules
 
+from tally.cli import main
 from tally.core import format_instant, parse_instant
-from tally.daemon.cli import main
 from tally.store import open_store
 
 EXAMPLE = Path(__file__).parents[2] / "docs" / "examples" / "price-list.yaml"

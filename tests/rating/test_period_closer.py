@@ -13,7 +13,7 @@ from rating_support import ev, known_month
 from tally.core import parse_instant
 from tally.rating import load_price_list, version_document
 from tally.store import open_store
-from tally.usage import REASON, close_and_correct
+from tally.usage.internals import REASON, close_and_correct
 
 pytestmark = pytest.mark.anyio
 

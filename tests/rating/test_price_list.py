@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tally.cli import main
 from tally.core import parse_instant
-from tally.daemon.cli import main
-from tally.rating import PriceListError, load_price_list, parse_price_list, price_list_document
+from tally.rating import PriceListError, load_price_list, parse_price_list
+from tally.rating.internals import price_list_document
 
 EXAMPLE = Path(__file__).parents[2] / "docs" / "examples" / "price-list.yaml"
 

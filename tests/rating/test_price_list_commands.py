@@ -8,7 +8,7 @@ import anyio
 import pytest
 from rating_support import seed_store
 
-from tally.daemon.cli import main
+from tally.cli import main
 
 EXAMPLE = Path(__file__).parents[2] / "docs" / "examples" / "price-list.yaml"
 

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from rating_support import ev, seed_store
 
-from tally.daemon.cli import main
+from tally.cli import main
 
 EXAMPLE = Path(__file__).parents[2] / "docs" / "examples" / "price-list.yaml"
 MONTH = ["--from", "2026-03-01T00:00:00Z", "--to", "2026-04-01T00:00:00Z"]

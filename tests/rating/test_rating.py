@@ -15,13 +15,12 @@ from tally.rating import (
     PriceList,
     RatedLine,
     RatingError,
-    billed_us,
-    line_cost,
     load_price_list,
     project_totals,
     quantity_text,
     rate_facts,
 )
+from tally.rating.internals import billed_us, line_cost
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 T1 = datetime(2026, 4, 1, tzinfo=UTC)

@@ -7,7 +7,9 @@ the resource) by a booking that claims the platform's instant: a collector event
 has nowhere in its window (lost, or booked at a poll) is dated at the window's start, and the
 comparison of ``tally.simulator.compare`` decides under the month's rules: a poll-dated correction by
 the first run that could book it is tolerated, anything else is off. Printed like ``tally simulate``:
-a table per resource type, the totals, the causes, every differing span.
+a table per resource type, the totals, the causes, every differing span; and for each resource off,
+its evidence (``evidence_lines``): the oracle's changes with their windows and the records they rest
+on, the store's events with their sources, reasons and runs, and the runs' instants.
 """
 
 from __future__ import annotations
@@ -152,4 +154,56 @@ def verdict_lines(comparison: Comparison, oracle: Oracle, runs: Mapping[str, int
                 f"  {r.resource_type} {r.resource_id} {format_instant(d.start)} .. {format_instant(d.end)} "
                 f"{','.join(d.fields)}: {d.note()}"
             )
+    return lines
+
+
+def _facts_text(facts: Facts | None) -> str:
+    if facts is None:
+        return "gone"
+    state, _, size = facts
+    return f"{state} " + ",".join(f"{k}={v}" for k, v in sorted(size.items()))
+
+
+def _event_text(stored: StoredEvent) -> str:
+    event = stored.event
+    provider = event.payload.get("provider") or {}
+    why = [str(provider[k]) for k in ("reason", "sync_run_id") if provider.get(k)]
+    facts = " ".join(f"{k}={event.payload[k]}" for k in ("state", "size") if k in event.payload)
+    return (
+        f"{format_instant(event.timestamp)} {event.event_type} [{event.source}{': ' if why else ''}"
+        f"{' run '.join(why)}] {facts} (received {format_instant(stored.received_at)})"
+    )
+
+
+def evidence_lines(
+    comparison: Comparison, records: Records, record: StoredRecord, began: Sequence[datetime] = ()
+) -> list[str]:
+    """For each resource off: what the oracle rests on and what the store holds, enough to tell from a
+    log alone whether the store or the oracle is wrong; then the runs and when each phase began."""
+    off = [r for r in comparison.resources if not r.tolerated]
+    if not off:
+        return []
+    intervals = record.intervals()
+    lines = ["evidence of the resources off:"]
+    for r in off:
+        key = (r.resource_type, r.resource_id)
+        history = record.histories.get(key, ())
+        changes = sorted(records.changes.get(key, []), key=lambda c: c.lo)
+        at = dated(changes, stored_changes(intervals.get(key, ()), history))
+        lines.append(f"  {r.resource_type} {r.resource_id}")
+        for change, (when, _) in zip(changes, at, strict=True):
+            lines.append(
+                f"    oracle [{format_instant(change.lo)}, {format_instant(change.hi)}) dated "
+                f"{format_instant(when)}: {_facts_text(change.facts)} <- {change.what}"
+            )
+        lines += [f"    store  {_event_text(e)}" for e in history]
+    lines.append(
+        "  runs: "
+        + ", ".join(
+            f"{run.run_id} at {format_instant(run.started_at)}{'' if run.completed else ' (failed)'}"
+            for run in record.runs
+        )
+    )
+    if began:
+        lines.append("  phases began: " + ", ".join(format_instant(at) for at in began))
     return lines

@@ -3,7 +3,10 @@
 Every change is a :class:`Change`: the facts a resource has after it (None: gone) and the window in
 which the service's own records place it, ``[lo, hi)``. The services write their instants at whole
 seconds (MariaDB ``DATETIME``) and notify just after writing them, so a window runs from the record's
-second to :data:`SLACK` past the last second the record names. Read from:
+second to :data:`SLACK` past the last second the record names. Where the phase that made a change is
+known (the first snapshot that shows it), the window opens no earlier than that phase's operations
+began: a change recorded in the very second of the previous phase's sync, but made after it, is
+then not placed before that sync (which could not have seen it). Read from:
 
 - nova's database: each server's instance actions and their events (create, resize, revertResize,
   stop, start, shelve, unshelve, delete: the compute event that does the change), its migrations
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -60,10 +64,42 @@ def instant(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text.replace("Z", "")).replace(tzinfo=UTC)
 
 
-def window(lo: datetime, hi: datetime | None = None) -> tuple[datetime, datetime]:
+def window(
+    lo: datetime, hi: datetime | None = None, after: datetime | None = None
+) -> tuple[datetime, datetime]:
     """From the record's second to SLACK past the last second it names: the second the record floors
-    to, and one more for the notification the service sends after writing it."""
-    return lo, (hi or lo) + SLACK
+    to, and one more for the notification the service sends after writing it. ``after``: an instant
+    the change is known to follow (its phase's operations began then); the window opens there when
+    that lies inside the record's second."""
+    return (lo if after is None else max(lo, after)), (hi or lo) + SLACK
+
+
+# Which of the plan's operations make each change nova's and glance's rows record.
+MADE_BY: Final = {
+    "create": frozenset({"create"}),
+    "resize": frozenset({"resize-confirm", "resize-revert"}),
+    "revertResize": frozenset({"resize-revert"}),
+    "stop": frozenset({"stop"}),
+    "start": frozenset({"start"}),
+    "shelve": frozenset({"shelve"}),
+    "unshelve": frozenset({"unshelve"}),
+    "delete": frozenset({"delete"}),
+    "upload": frozenset({"upload"}),
+}
+
+
+def made_after(
+    second: datetime, made_by: frozenset[str], ops: Sequence[str], began: Sequence[datetime]
+) -> datetime | None:
+    """When the phase that made a change a row records at ``second`` began, where that is inside the
+    second and only that phase's operation on the resource (``ops``, by phase) makes such a change; None
+    where the row alone cannot tell (another phase still running in that second made one too)."""
+    for k in range(1, min(len(ops), len(began))):
+        if not second < began[k] < second + timedelta(seconds=1) or ops[k] not in made_by:
+            continue
+        earlier = [j for j in range(k) if began[j + 1] > second and ops[j] in made_by]
+        return None if earlier else began[k]
+    return None
 
 
 def mysql(query: str) -> list[list[str | None]]:
@@ -132,7 +168,15 @@ def _flavors(
     return resizes, current
 
 
-def read_servers(records: Records, db: dict[str, str], project: str) -> None:
+def read_servers(
+    records: Records,
+    db: dict[str, str],
+    project: str,
+    ops: dict[str, Sequence[str]] | None = None,
+    began: Sequence[datetime] = (),
+) -> None:
+    """Each server's changes from nova's rows; ``ops`` (by server, the plan's operation of each phase)
+    and ``began`` (each phase's start) open a window recorded in a phase's first second at that start."""
     resizes, current = _flavors(db, project)
     servers = {
         str(r[0]): (instant(r[1]), instant(r[2]))
@@ -171,8 +215,10 @@ def read_servers(records: Records, db: dict[str, str], project: str) -> None:
             elif action == "revertResize":
                 size = _reverted(flavors, size)
             if state is not None:
+                start, finish = by_event[event]
+                after = made_after(start, MADE_BY[action], (ops or {}).get(uuid, ()), began)
                 records.add(
-                    key, Change(*window(*by_event[event]), (state, project, dict(size)), f"nova {action}")
+                    key, Change(*window(start, finish, after), (state, project, dict(size)), f"nova {action}")
                 )
         if terminated is not None:
             # A shelved (offloaded) server is deleted by the API alone: its delete has no compute event.
@@ -180,7 +226,8 @@ def read_servers(records: Records, db: dict[str, str], project: str) -> None:
                 (f for a, e in events.get(uuid, {}).values() if a == "delete" for _, f in e.values()),
                 default=terminated,
             )
-            records.add(key, Change(*window(terminated, finish), None, "nova terminated_at"))
+            after = made_after(terminated, MADE_BY["delete"], (ops or {}).get(uuid, ()), began)
+            records.add(key, Change(*window(terminated, finish, after), None, "nova terminated_at"))
 
 
 def _reverted(flavors: list[tuple[dict[str, Any], dict[str, Any]]], size: dict[str, Any]) -> dict[str, Any]:
@@ -190,13 +237,23 @@ def _reverted(flavors: list[tuple[dict[str, Any], dict[str, Any]]], size: dict[s
 
 @dataclass
 class Snapshots:
-    """What cinder's, neutron's and octavia's admin APIs answered for the project after each phase."""
+    """What cinder's, neutron's and octavia's admin APIs answered for the project after each phase
+    (index: the phase), and when each phase's operations began (the first request of the phase)."""
 
     admin: Any
     project: str
     volumes: list[dict[str, dict[str, Any]]] = field(default_factory=list)
     ips: list[dict[str, dict[str, Any]]] = field(default_factory=list)
     lbs: list[dict[str, dict[str, Any]]] = field(default_factory=list)
+    began: list[datetime] = field(default_factory=list)
+
+    def begin(self) -> None:
+        """Mark the start of a phase's operations: no change of the phase precedes it."""
+        self.began.append(datetime.now(UTC))
+
+    def began_at(self, phase: int) -> datetime | None:
+        """When ``phase`` began its operations (None: a phase never run, or not marked)."""
+        return self.began[phase] if 0 <= phase < len(self.began) else None
 
     def take(self) -> None:
         self.volumes.append(
@@ -227,76 +284,125 @@ class Snapshots:
         )
 
 
+def _last_listed(snapshots: list[dict[str, dict[str, Any]]], rid: str) -> int:
+    """The last phase whose snapshot lists ``rid`` (-1: none): a delete is made in a later phase."""
+    return max((phase for phase, snapshot in enumerate(snapshots) if rid in snapshot), default=-1)
+
+
 def read_volumes(records: Records, db: dict[str, str], project: str, snapshots: Snapshots) -> None:
     rows = mysql(
         f"SELECT id, created_at, launched_at, deleted_at FROM {db['cinder']}.volumes "
         f"WHERE project_id = '{project}'"
     )
     for vid, created, launched, deleted in rows:
-        key = ("volume", str(vid))
         created_at, launched_at = instant(created), instant(launched)
         assert created_at is not None and launched_at is not None, f"cinder never made volume {vid} available"
-        records.platform_created[key] = created_at
-        before: Facts | None = None
-        for phase, snapshot in enumerate(snapshots.volumes):
-            row = snapshot.get(str(vid))
-            if row is None or row["status"] not in ("available", "in-use"):
-                continue
-            facts = (row["status"], project, {"size_gb": row["size"], "type": row["type"]})
-            if facts == before:
-                continue
-            at = launched_at if before is None else instant(row["updated_at"])
-            assert at is not None
-            records.add(
-                key,
-                Change(
-                    *window(at),
-                    facts,
-                    f"cinder {'launched_at' if before is None else 'updated_at'} after phase {phase}",
-                ),
-            )
-            before = facts
-        if deleted is not None:
-            at = instant(deleted)
-            assert at is not None
-            records.add(key, Change(*window(at), None, "cinder deleted_at"))
+        records.platform_created[("volume", str(vid))] = created_at
+        volume_changes(records, project, snapshots, str(vid), launched_at, instant(deleted))
 
 
-def read_images(records: Records, db: dict[str, str], project: str) -> None:
+def volume_changes(
+    records: Records,
+    project: str,
+    snapshots: Snapshots,
+    vid: str,
+    launched_at: datetime,
+    deleted_at: datetime | None,
+) -> None:
+    """A volume's changes: available at ``launched_at``, each change of facts a snapshot shows at the
+    ``updated_at`` it shows, gone at ``deleted_at``."""
+    key = ("volume", vid)
+    before: Facts | None = None
+    for phase, snapshot in enumerate(snapshots.volumes):
+        row = snapshot.get(vid)
+        if row is None or row["status"] not in ("available", "in-use"):
+            continue
+        facts = (row["status"], project, {"size_gb": row["size"], "type": row["type"]})
+        if facts == before:
+            continue
+        at = launched_at if before is None else instant(row["updated_at"])
+        assert at is not None
+        records.add(
+            key,
+            Change(
+                *window(at, after=snapshots.began_at(phase)),
+                facts,
+                f"cinder {'launched_at' if before is None else 'updated_at'} after phase {phase}",
+            ),
+        )
+        before = facts
+    if deleted_at is not None:
+        after = snapshots.began_at(_last_listed(snapshots.volumes, vid) + 1)
+        records.add(key, Change(*window(deleted_at, after=after), None, "cinder deleted_at"))
+
+
+def read_images(
+    records: Records,
+    db: dict[str, str],
+    project: str,
+    ops: dict[str, Sequence[str]] | None = None,
+    began: Sequence[datetime] = (),
+) -> None:
+    """Each image's changes from glance's rows (nova's shelve snapshots among them); ``ops`` and
+    ``began`` as for :func:`read_servers`."""
     rows = mysql(
         f"SELECT i.id, i.size, i.created_at, i.deleted_at, MIN(l.created_at) FROM {db['glance']}.images i "
         f"LEFT JOIN {db['glance']}.image_locations l ON l.image_id = i.id "
         f"WHERE i.owner = '{project}' GROUP BY i.id, i.size, i.created_at, i.deleted_at"
     )
+    image_changes(records, project, rows, ops or {}, began)
+
+
+def image_changes(
+    records: Records,
+    project: str,
+    rows: list[list[str | None]],
+    ops: dict[str, Sequence[str]],
+    began: Sequence[datetime],
+) -> None:
+    """From glance's rows (id, size, created_at, deleted_at, first location's created_at): created at
+    size 0, the upload's size, gone."""
     for iid, size, created, deleted, located in rows:
         key = ("image", str(iid))
+        planned = ops.get(str(iid), ())
+
+        def bounded(
+            at: datetime, made_by: str, planned: Sequence[str] = planned
+        ) -> tuple[datetime, datetime]:
+            return window(at, after=made_after(at, MADE_BY[made_by], planned, began))
+
         created_at = instant(created)
         assert created_at is not None
         records.platform_created[key] = created_at
         records.add(
-            key, Change(*window(created_at), ("active", project, {"size_gb": 0}), "glance created_at")
+            key,
+            Change(*bounded(created_at, "create"), ("active", project, {"size_gb": 0}), "glance created_at"),
         )
         uploaded = instant(located)
         if size is not None and uploaded is not None:
             gb = _number(Decimal(size) / GIB)
             records.add(
                 key,
-                Change(*window(uploaded), ("active", project, {"size_gb": gb}), "glance location created_at"),
+                Change(
+                    *bounded(uploaded, "upload"),
+                    ("active", project, {"size_gb": gb}),
+                    "glance location created_at",
+                ),
             )
         if deleted is not None:
             at = instant(deleted)
             assert at is not None
-            records.add(key, Change(*window(at), None, "glance deleted_at"))
+            records.add(key, Change(*bounded(at, "delete"), None, "glance deleted_at"))
 
 
 def read_ips(
     records: Records, project: str, snapshots: Snapshots, deleted: dict[str, tuple[datetime, datetime]]
 ) -> None:
-    seen: dict[str, dict[str, Any]] = {}
-    for snapshot in snapshots.ips:
+    seen: dict[str, tuple[int, dict[str, Any]]] = {}
+    for phase, snapshot in enumerate(snapshots.ips):
         for iid, row in snapshot.items():
-            seen.setdefault(iid, row)
-    for iid, row in seen.items():
+            seen.setdefault(iid, (phase, row))
+    for iid, (phase, row) in seen.items():
         key = ("floating_ip", iid)
         created_at = instant(row["created_at"])
         assert created_at is not None
@@ -304,7 +410,11 @@ def read_ips(
         version = 6 if ":" in str(row["address"]) else 4
         records.add(
             key,
-            Change(*window(created_at), ("active", project, {"ip_version": version}), "neutron created_at"),
+            Change(
+                *window(created_at, after=snapshots.began_at(phase)),
+                ("active", project, {"ip_version": version}),
+                "neutron created_at",
+            ),
         )
         if iid in deleted:
             before, after = deleted[iid]
@@ -320,16 +430,24 @@ def read_lbs(records: Records, db: dict[str, str], project: str, snapshots: Snap
             f"WHERE project_id = '{project}' AND provisioning_status = 'DELETED'"
         )
     }
-    first: dict[str, dict[str, Any]] = {}
-    listeners: dict[str, dict[str, str]] = {}
-    pools: dict[str, dict[str, str]] = {}
-    for snapshot in snapshots.lbs:
+    lb_changes(records, project, snapshots, ended)
+
+
+def lb_changes(
+    records: Records, project: str, snapshots: Snapshots, ended: dict[str, datetime | None]
+) -> None:
+    """Each balancer's changes from the snapshots (ACTIVE, then a listener or a pool at a time, each
+    from the phase whose snapshot first shows it) and octavia's DELETED row (``ended``)."""
+    first: dict[str, tuple[int, dict[str, Any]]] = {}
+    members: dict[str, dict[str, tuple[str, str, int]]] = {}  # by balancer: id -> (kind, created, phase)
+    for phase, snapshot in enumerate(snapshots.lbs):
         for lid, row in snapshot.items():
             if row["status"] == "ACTIVE":
-                first.setdefault(lid, row)
-            listeners.setdefault(lid, {}).update(row["listeners"])
-            pools.setdefault(lid, {}).update(row["pools"])
-    for lid, row in first.items():
+                first.setdefault(lid, (phase, row))
+            for kind in ("listeners", "pools"):
+                for mid, created in row[kind].items():
+                    members.setdefault(lid, {}).setdefault(mid, (kind, created, phase))
+    for lid, (phase, row) in first.items():
         key = ("loadbalancer", lid)
         created_at, active_at = instant(row["created_at"]), instant(row["updated_at"])
         assert created_at is not None and active_at is not None
@@ -337,18 +455,27 @@ def read_lbs(records: Records, db: dict[str, str], project: str, snapshots: Snap
         counts = {"listeners": 0, "pools": 0}
         records.add(
             key,
-            Change(*window(active_at), ("active", project, dict(counts)), "octavia updated_at when ACTIVE"),
+            Change(
+                *window(active_at, after=snapshots.began_at(phase)),
+                ("active", project, dict(counts)),
+                "octavia updated_at when ACTIVE",
+            ),
         )
-        marks = sorted(
-            [(instant(t), "listeners") for t in listeners[lid].values()]
-            + [(instant(t), "pools") for t in pools[lid].values()]
-        )
-        for at, member in marks:
+        marks = sorted((instant(t), kind, seen) for kind, t, seen in members.get(lid, {}).values())
+        for at, member, seen in marks:
             assert at is not None
             counts[member] += 1
             records.add(
                 key,
-                Change(*window(at), ("active", project, dict(counts)), f"octavia {member[:-1]} created_at"),
+                Change(
+                    *window(at, after=snapshots.began_at(seen)),
+                    ("active", project, dict(counts)),
+                    f"octavia {member[:-1]} created_at (first seen after phase {seen})",
+                ),
             )
-        if ended.get(lid) is not None:
-            records.add(key, Change(*window(ended[lid]), None, "octavia updated_at when DELETED"))  # type: ignore[arg-type]
+        deleted_at = ended.get(lid)
+        if deleted_at is not None:
+            after = snapshots.began_at(_last_listed(snapshots.lbs, lid) + 1)
+            records.add(
+                key, Change(*window(deleted_at, after=after), None, "octavia updated_at when DELETED")
+            )

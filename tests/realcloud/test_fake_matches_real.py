@@ -21,8 +21,9 @@ from shapes import differences, header_shape, shape
 
 import openstack
 from tally.openstack._listing import under
+from tally.simulation import serve_fake_cloud
 from tally.simulator.clock import VirtualClock
-from tally.simulator.fakecloud import admin_cloud_entry, create_fake_cloud_app, serve_fake_cloud
+from tally.simulator.fakecloud import admin_cloud_entry, create_fake_cloud_app
 from tally.simulator.world import WorldBuilder
 
 pytestmark = [pytest.mark.realcloud, pytest.mark.anyio]
@@ -186,11 +187,6 @@ def _fake_world(since: datetime) -> Any:
     b.image(p, size_bytes=13, created_at=T0 + timedelta(hours=1))
     b.loadbalancer(p, created_at=T0 + timedelta(hours=1))
     return b.build()
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,8 @@ from keystoneauth1.identity import v3
 
 import openstack
 from tally.config import Settings
-from tally.http import KeystoneTokens, ReportingServices, TallyPolicy, create_reporting_app, serve_quart
+from tally.http import ReportingServices, create_reporting_app, serve_quart
+from tally.http.internals import KeystoneTokens, TallyPolicy
 from tally.ingest import IngestPipeline
 from tally.openstack import TokenChecker, resolve_cloud
 from tally.store import hash_secret, open_store
@@ -41,11 +42,6 @@ pytestmark = [pytest.mark.realcloud, pytest.mark.anyio]
 CLOUD = "os-dev-keystone"
 WINDOW = "from=2026-03-01T00:00:00Z&to=2026-04-01T00:00:00Z"
 LISTINGS = ("/api/v1/events", "/api/v1/resources", f"/api/v1/usage?{WINDOW}")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @dataclass

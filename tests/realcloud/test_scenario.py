@@ -37,12 +37,12 @@ import pytest
 import yaml
 from daemon_support import Daemon, daemon_env, free_port, running_daemon, wait_until_ready
 from realcloud_support import CLOUD, INTERNAL, Operator, Tenant, sync, until
-from scenario_oracle import judge, verdict_lines
+from scenario_oracle import evidence_lines, judge, verdict_lines
 from scenario_plan import Plan, plan_from_env
 from scenario_records import Records, Snapshots, read_images, read_ips, read_lbs, read_servers, read_volumes
 from scenario_workload import Workload, run_all
 
-from tally.simulator.stored import record_from_store_url
+from tally.simulation.stored import record_from_store_url
 
 REPO = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(REPO))
@@ -235,6 +235,7 @@ def _drive(
                 tally.rabbit("close_all_connections", "-p", tally.vhost, "tally scenario: broker disruption")
 
         operations = _phase(plan, work, phase)
+        snapshots.begin()  # before the phase's first request: the oracle places none of its changes earlier
         run_all(operations, between=disrupt)
         operated = time.monotonic()
         if fault == "purge":
@@ -279,9 +280,12 @@ def test_the_scenario_is_exact_or_tolerated_under_every_fault(
         name.removeprefix(devcloud_layout.from_env().prefix + "_"): name for name in devcloud["databases"]
     }
     project = str(tenant.project.id)
-    read_servers(records, databases, project)
+    planned = {
+        work.ids[name]: ("create", *steps) for by_name in plan.ops.values() for name, steps in by_name.items()
+    }
+    read_servers(records, databases, project, planned, snapshots.began)
     read_volumes(records, databases, project, snapshots)
-    read_images(records, databases, project)
+    read_images(records, databases, project, planned, snapshots.began)
     read_ips(records, project, snapshots, work.ip_deleted)
     read_lbs(records, databases, project, snapshots)
     stored = anyio.run(record_from_store_url, f"sqlite:///{tally.state / 'tally.sqlite3'}", SCENARIO)
@@ -294,6 +298,7 @@ def test_the_scenario_is_exact_or_tolerated_under_every_fault(
         f"{len(oracle.resources)} resources, driven in {driven_s:.0f} s, judged in {judged_s:.0f} s",
         *notes,
         *verdict_lines(comparison, oracle, tally.runs),
+        *evidence_lines(comparison, records, stored, snapshots.began),
     ]
     (tmp_path / "verdicts.json").write_text(json.dumps(comparison.to_doc(), default=str, indent=1))
     with capsys.disabled():

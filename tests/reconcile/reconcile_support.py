@@ -3,7 +3,7 @@
 ``open_harness(world, store)`` serves the fake cloud on an ephemeral port with
 Hypercorn, writes a clouds.yaml naming its keystone (entries for the admin's
 password, the application credentials and the member account), points
-OS_CLIENT_CONFIG_FILE at it, and runs syncs through ``tally.reconcile.run_sync``
+OS_CLIENT_CONFIG_FILE at it, and runs syncs through ``run_sync`` (``tally.reconcile._run``)
 with the real ``OpenStackAdapter``. The fake's clock is driven by the harness
 (``harness.at(t)``), so each sync sees the world at the instant it was told.
 """
@@ -22,12 +22,15 @@ from typing import Any
 import anyio
 import yaml
 
+from tally.actors import ActorContext
 from tally.config import CloudEntry
 from tally.core import ResourceKey, ResourceRow, deterministic_event_id, format_instant, sorted_events
 from tally.ingest import IngestPipeline
 from tally.openstack import OpenStackAdapter
-from tally.reconcile import SyncOutcome
+from tally.reconcile import RunRequests, SchedulerRunner, SyncService, run_cloud_scheduler, run_requests
 from tally.reconcile._run import RunSettings, run_sync
+from tally.reconcile.internals import SyncOutcome
+from tally.simulation import serve_fake_cloud
 from tally.simulator.clock import VirtualClock
 from tally.simulator.fakecloud import (
     MEMBER_PASSWORD,
@@ -35,7 +38,6 @@ from tally.simulator.fakecloud import (
     FakeCloudState,
     admin_cloud_entry,
     create_fake_cloud_app,
-    serve_fake_cloud,
 )
 from tally.simulator.world import World, WorldBuilder
 from tally.store import Store
@@ -235,3 +237,22 @@ async def events_of(h: Harness, resource_type: str, resource_id: str) -> list[An
     """The key's stored events in fold order (their wire objects)."""
     stored = await h.store.lifecycle_events(ResourceKey(h.cloud, resource_type, resource_id))
     return [e.event.to_wire() for e in sorted_events(stored)]
+
+
+@asynccontextmanager
+async def scheduler_of(
+    service: SyncService, cloud: str
+) -> AsyncIterator[tuple[SchedulerRunner, RunRequests]]:
+    """The cloud's scheduler actor running, as the daemon runs it, and the runner the route asks it
+    through (with its mailbox); stopped on exit."""
+    requests = run_requests(cloud)
+    stopping, started = anyio.Event(), anyio.Event()
+    ctx = ActorContext(f"sync-scheduler:{cloud}", stopping, started.set)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: run_cloud_scheduler(service, cloud, ctx, requests=requests))
+        with anyio.fail_after(10):
+            await started.wait()
+        try:
+            yield SchedulerRunner({cloud: requests}), requests
+        finally:
+            stopping.set()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tally.reconcile import CloudHealth
-from tally.reconcile._health import Health, restored
+from tally.reconcile._cloud_health import HealthBoard, restored
+from tally.reconcile.internals import CloudHealth
 
 T = datetime(2026, 7, 1, 12, tzinfo=UTC)
 
@@ -58,7 +58,7 @@ def test_a_cloud_with_no_run_is_neither_failing_nor_completed() -> None:
 
 
 def test_the_board_holds_every_configured_cloud_and_follows_outcomes() -> None:
-    board = Health(["os-b", "os-a"])
+    board = HealthBoard(["os-b", "os-a"])
     board.failed("os-a", None, T, "waited the whole budget of 45 s for a sync slot")
     assert list(board.snapshot()) == ["os-a", "os-b"]
     assert board.snapshot()["os-a"].failing

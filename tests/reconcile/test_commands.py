@@ -13,8 +13,8 @@ from anyio.abc import TaskStatus
 from quart import Quart, Response, request
 from reconcile_support import T0, builder, minutes, open_harness
 
-from tally.daemon.cli import main
-from tally.simulator.fakecloud import serve_fake_cloud
+from tally.cli import main
+from tally.simulation import serve_fake_cloud
 from tally.store import Store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)]

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_rules import POLL, observed, row, s
 
-from tally.reconcile import Deferral, DeletedResource, Kind, Observation, Reason, diff
+from tally.reconcile import DeletedResource, Observation
+from tally.reconcile.rules import Deferral, Kind, Reason, diff
 from tally.store import SyncRow
 
 TYPES = frozenset({"instance", "volume"})

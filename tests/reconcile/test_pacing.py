@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tally.reconcile import default_max_concurrent, first_delay, stagger_offset
 from tally.reconcile._pacing import max_concurrent
+from tally.reconcile.internals import default_max_concurrent, first_delay, stagger_offset
 
 names = st.text(alphabet="abcdefghij-0123456789", min_size=1, max_size=12)
 configs = st.dictionaries(names, st.integers(min_value=0, max_value=86400 * 7), min_size=1, max_size=60)

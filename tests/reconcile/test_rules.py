@@ -6,10 +6,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tally.core import ONE_MICROSECOND, ResourceKey, ResourceRow
-from tally.reconcile import (
+from tally.reconcile import DeletedResource, ObservedResource
+from tally.reconcile.rules import (
     Deferral,
-    DeletedResource,
-    ObservedResource,
     cap_errors,
     create_instant,
     create_missing_from_history,
@@ -128,6 +127,20 @@ def test_drift() -> None:
     assert drift(observed(size={"vcpus": 2}), row())["size"] == {"old": {"vcpus": 1}, "new": {"vcpus": 2}}
     assert drift(observed(size={"ram_gb": 2}), row(size={"ram_gb": 2.0})) == {}
     assert "size" in drift(observed(size={"x": True}), row(size={"x": 1}))
+    assert "size" in drift(observed(size={"x": 1, "y": True}), row(size={"x": 1, "y": 1}))
+
+
+def test_drift_of_flat_sizes() -> None:
+    """The flat-dict comparison agrees with the deep walk: equal members, a differing one, other keys,
+    nested values and None."""
+    flat = {"vcpus": 2, "ram_mb": 4096, "flavor": "m1.small", "gb": 1.5, "none": None}
+    assert drift(observed(size=flat), row(size=dict(flat))) == {}
+    assert "size" in drift(observed(size={**flat, "flavor": "m1.large"}), row(size=flat))
+    assert "size" in drift(observed(size={**flat, "gb": 2.5}), row(size=flat))
+    assert "size" in drift(observed(size={"vcpus": 2}), row(size={"vcpus": 2, "ram_mb": 1}))
+    assert drift(observed(size={"a": [1, {"b": 2}]}), row(size={"a": [1, {"b": 2}]})) == {}
+    assert "size" in drift(observed(size={"a": [1, {"b": 2}]}), row(size={"a": [1, {"b": 3}]}))
+    assert "size" in drift(observed(size={"x": None}), row(size={"x": 0}))
 
 
 def test_create_instant() -> None:

@@ -16,19 +16,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tally.core import ONE_MICROSECOND, ResourceKey
-from tally.reconcile import (
+from tally.reconcile import Observation, ObservedResource
+from tally.reconcile._diff import date_absence_deletes
+from tally.reconcile._record_reads import earlier_runs
+from tally.reconcile.rules import (
     EarlierRun,
     Kind,
-    Observation,
-    ObservedResource,
     Reason,
     RunStats,
     absence_delete_instant,
     diff,
     held_no_row,
 )
-from tally.reconcile._diff import date_absence_deletes
-from tally.reconcile._record_reads import earlier_runs
 from tally.store import SyncReceipts, SyncRow
 
 T = datetime(2026, 7, 10, tzinfo=UTC)

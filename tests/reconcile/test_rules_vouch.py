@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tally.core import StoredEvent, parse_event
-from tally.reconcile import EarlierRun, Kind, Observation, ObservedResource, Plan, Reason, diff, event_of
+from tally.reconcile import Observation, ObservedResource
 from tally.reconcile._diff import restore_vouched_facts
 from tally.reconcile._rules import (
     arrived_behind,
@@ -28,6 +28,7 @@ from tally.reconcile._rules import (
     vouched_restore,
     vouched_row,
 )
+from tally.reconcile.rules import EarlierRun, Kind, Plan, Reason, diff, event_of
 
 T = datetime(2026, 7, 1, tzinfo=UTC)
 KEY = ("instance", "vm-1")

@@ -5,18 +5,20 @@ from __future__ import annotations
 import random
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from prometheus_client import REGISTRY
 from pydantic import SecretStr
-from reconcile_support import T0, builder, minutes, open_harness
+from reconcile_support import T0, Harness, builder, minutes, open_harness, scheduler_of
 
 from tally.actors import ActorContext
-from tally.config import CloudEntry, CloudsConfigError, Settings, load_clouds_config, parse_clouds_config
-from tally.http import ReportingServices, SyncAlreadyRunning, UnknownCloud, create_reporting_app
+from tally.config import CloudEntry, CloudsConfigError, Settings, load_clouds_config
+from tally.config.internals import parse_clouds_config
+from tally.http import ReportingServices, create_reporting_app
 from tally.ingest import IngestPipeline
-from tally.reconcile import Status
+from tally.reconcile import Status, SyncAlreadyRunning, UnknownCloud
 from tally.reconcile._pacing import next_delay
 from tally.reconcile._run import RunSettings
 from tally.reconcile._scheduler import run_cloud_scheduler
@@ -26,6 +28,11 @@ from tally.store import Store
 pytestmark = pytest.mark.anyio
 
 INTERNAL = "internal-secret"
+
+
+def on_request(h: Harness) -> CloudEntry:
+    """The harness's cloud, synced only on request: its scheduler runs nothing by itself."""
+    return CloudEntry(h.cloud, "openstack", "openstack", {"os_cloud": "admin"}, sync_interval_s=0)
 
 
 def entry_doc(**over: object) -> dict[str, object]:
@@ -113,12 +120,15 @@ async def test_service_run_raises_what_the_route_answers(store: Store, tmp_path:
     b = builder()
     b.project("alpha")
     async with open_harness(b.build(), store, tmp_path) as h:
-        service = SyncService([h.entry], store=store, pipeline=h.pipeline, settings=RunSettings(settle_s=0))
-        with pytest.raises(UnknownCloud):
-            await service.run("os-nowhere", None)
-        async with store.sync_lock(h.cloud):
-            with pytest.raises(SyncAlreadyRunning):
-                await service.run(h.cloud, T0 + minutes(60))
+        service = SyncService(
+            [on_request(h)], store=store, pipeline=h.pipeline, settings=RunSettings(settle_s=0)
+        )
+        async with scheduler_of(service, h.cloud) as (runner, _):
+            with pytest.raises(UnknownCloud):
+                await runner.run("os-nowhere", None)
+            async with store.sync_lock(h.cloud):
+                with pytest.raises(SyncAlreadyRunning):
+                    await runner.run(h.cloud, T0 + minutes(60))
 
 
 async def test_post_internal_sync_answers_200_404_409_500(store: Store, tmp_path: Path) -> None:
@@ -127,31 +137,36 @@ async def test_post_internal_sync_answers_200_404_409_500(store: Store, tmp_path
     vt = b.volume_type("ssd")
     b.volume(p, vt, size_gb=1, created_at=T0 + minutes(1))
     async with open_harness(b.build(), store, tmp_path) as h:
-        service = SyncService([h.entry], store=store, pipeline=h.pipeline, settings=RunSettings(settle_s=0))
+        service = SyncService(
+            [on_request(h)], store=store, pipeline=h.pipeline, settings=RunSettings(settle_s=0)
+        )
         settings = Settings(
             reporting_internal_token=SecretStr(INTERNAL),
             reporting_sync_allow_at=True,
             reporting_sync_settle_s=0,
         )
-        app = create_reporting_app(ReportingServices(store, h.pipeline, settings, service))
-        client = app.test_client()
-        auth = {"Authorization": f"Bearer {INTERNAL}"}
-        h.at(T0 + minutes(60))
-        ok = await client.post(f"/internal/sync/{h.cloud}", headers=auth, json={"at": "2026-07-01T01:00:00Z"})
-        assert ok.status_code == 200
-        body = await ok.get_json()
-        assert body["stats"] == {"created": 1, "updated": 0, "deleted": 0}
-        row = await store.get_sync_run(body["sync_run_id"])
-        assert row is not None and row["started_at"] == T0 + minutes(60)
-        assert (await client.post("/internal/sync/os-nowhere", headers=auth)).status_code == 404
-        async with store.sync_lock(h.cloud):
-            assert (await client.post(f"/internal/sync/{h.cloud}", headers=auth)).status_code == 409
-        h.state.faults.down.add("image")
-        failed = await client.post(
-            f"/internal/sync/{h.cloud}", headers=auth, json={"at": "2026-07-01T02:00:00Z"}
-        )
-        assert failed.status_code == 500
-        assert "enumerating" not in (await failed.get_data(as_text=True))  # reasons only in the row
+        async with scheduler_of(service, h.cloud) as (runner, _):
+            app = create_reporting_app(ReportingServices(store, h.pipeline, settings, runner))
+            await _answers_200_404_409_500(h, store, app.test_client())
+
+
+async def _answers_200_404_409_500(h: Harness, store: Store, client: Any) -> None:
+    """What the route answers a sync loop, the runs going through the scheduler."""
+    auth = {"Authorization": f"Bearer {INTERNAL}"}
+    h.at(T0 + minutes(60))
+    ok = await client.post(f"/internal/sync/{h.cloud}", headers=auth, json={"at": "2026-07-01T01:00:00Z"})
+    assert ok.status_code == 200
+    body = await ok.get_json()
+    assert body["stats"] == {"created": 1, "updated": 0, "deleted": 0}
+    row = await store.get_sync_run(body["sync_run_id"])
+    assert row is not None and row["started_at"] == T0 + minutes(60)
+    assert (await client.post("/internal/sync/os-nowhere", headers=auth)).status_code == 404
+    async with store.sync_lock(h.cloud):
+        assert (await client.post(f"/internal/sync/{h.cloud}", headers=auth)).status_code == 409
+    h.state.faults.down.add("image")
+    failed = await client.post(f"/internal/sync/{h.cloud}", headers=auth, json={"at": "2026-07-01T02:00:00Z"})
+    assert failed.status_code == 500
+    assert "enumerating" not in (await failed.get_data(as_text=True))  # reasons only in the row
 
 
 async def eventually(condition: Callable[[], Awaitable[bool]], attempts: int = 400) -> None:

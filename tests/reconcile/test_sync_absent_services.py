@@ -13,7 +13,7 @@ import pytest
 from reconcile_support import T0, Harness, builder, collector_event, events_of, minutes, open_harness
 
 from tally.core import parse_instant
-from tally.openstack import parse_adapter_config
+from tally.openstack.internals import parse_adapter_config
 from tally.reconcile import Status
 from tally.simulator.world import World
 from tally.store import Store

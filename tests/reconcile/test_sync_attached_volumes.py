@@ -15,7 +15,7 @@ from reconcile_support import T0, Harness, builder, minutes, open_harness
 from tally.collector import Mapped, map_notification
 from tally.core import Interval, ResourceKey, format_instant, lifecycle
 from tally.reconcile import Status
-from tally.simulator.world import Project, Resource
+from tally.simulator.world import Resource, WorldProject
 from tally.store import Store
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +29,7 @@ SERVER = "6c8c3a5e-0000-4000-8000-000000000001"
 
 
 def cinder_notification(
-    h: Harness, event_type: str, at: datetime, volume: Resource, project: Project, status: str
+    h: Harness, event_type: str, at: datetime, volume: Resource, project: WorldProject, status: str
 ) -> bytes:
     """A cinder notification as ``_usage_from_volume`` writes it (the type named, as the simulator does)."""
     payload: dict[str, Any] = {
@@ -76,7 +76,7 @@ def attached_world(*, detached: bool):  # type: ignore[no-untyped-def]
     return b.build(), p, vol.build()
 
 
-async def created_and_attached(h: Harness, p: Project, vol: Resource) -> None:
+async def created_and_attached(h: Harness, p: WorldProject, vol: Resource) -> None:
     await deliver(
         h,
         cinder_notification(h, "volume.create.end", CREATED, vol, p, "available"),

@@ -24,12 +24,12 @@ from tally.openstack import resolve_cloud
 from tally.openstack._keystone import authenticate, listing_client
 from tally.openstack._listing import get_json
 from tally.reconcile import Status
+from tally.simulation import serve_fake_cloud
 from tally.simulator.fakecloud import (
     ADMIN_PASSWORD,
     ADMIN_PROJECT,
     ADMIN_USER,
     FakeCloudState,
-    serve_fake_cloud,
 )
 from tally.store import Store
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from pydantic import SecretStr
-from reconcile_support import T0, Harness, builder, minutes, open_harness
+from reconcile_support import T0, Harness, builder, minutes, open_harness, scheduler_of
 from test_commands import configure, run_cli
 
 from tally.config import CloudEntry, Settings
@@ -138,23 +138,28 @@ async def test_the_sync_route_answers_500_and_keeps_the_reason_in_the_row(
 ) -> None:
     async with harness_with_broken_entries(store, tmp_path, monkeypatch) as (h, broken):
         entries = [
-            CloudEntry(f"{h.cloud}-{name}", "openstack", "openstack", {"os_cloud": name}) for name in broken
+            CloudEntry(f"{h.cloud}-{name}", "openstack", "openstack", {"os_cloud": name}, sync_interval_s=0)
+            for name in broken
         ]
         service = SyncService(entries, store=store, pipeline=h.pipeline, settings=RunSettings(settle_s=0))
         settings = Settings(reporting_internal_token=SecretStr("internal-secret"), reporting_sync_settle_s=0)
-        client = create_reporting_app(ReportingServices(store, h.pipeline, settings, service)).test_client()
         for cloud, (name, (_, reason)) in zip((e.cloud for e in entries), broken.items(), strict=True):
-            answer = await client.post(
-                f"/internal/sync/{cloud}", headers={"Authorization": "Bearer internal-secret"}
-            )
-            assert answer.status_code == 500
-            body = await answer.get_json()
-            assert body["detail"] == "the sync run failed", body
-            # The reason is the row's (and the log's), not the caller's.
-            assert reason not in str(body) and name not in str(body)
-            (run,) = await store.list_sync_runs(cloud)
-            assert run["status"] == "failed"
-            assert run["stats"]["errors"] == [f'authenticating against the cloud "{name}": {reason}']
+            # The route asks the cloud's scheduler, as in the daemon.
+            async with scheduler_of(service, cloud) as (runner, _):
+                client = create_reporting_app(
+                    ReportingServices(store, h.pipeline, settings, runner)
+                ).test_client()
+                answer = await client.post(
+                    f"/internal/sync/{cloud}", headers={"Authorization": "Bearer internal-secret"}
+                )
+                assert answer.status_code == 500
+                body = await answer.get_json()
+                assert body["detail"] == "the sync run failed", body
+                # The reason is the row's (and the log's), not the caller's.
+                assert reason not in str(body) and name not in str(body)
+                (run,) = await store.list_sync_runs(cloud)
+                assert run["status"] == "failed"
+                assert run["stats"]["errors"] == [f'authenticating against the cloud "{name}": {reason}']
 
 
 async def test_an_unknown_profile_is_named_not_taken_for_a_missing_auth_url(

@@ -14,9 +14,10 @@ from prometheus_client import REGISTRY
 
 from tally.config import CloudEntry
 from tally.ingest import IngestPipeline
-from tally.reconcile import Adapter, Observation, ObserveRequest, Progress, SizeNameEntry, Status, SyncOutcome
+from tally.reconcile import Observation, ObserveRequest, Progress, SizeNameEntry, Status
 from tally.reconcile._run import RunSettings
 from tally.reconcile._service import SyncService
+from tally.reconcile.internals import Adapter, SyncOutcome
 from tally.store import ConnectionWaitTimeout, Store, connection_deadline, open_store
 
 pytestmark = pytest.mark.anyio

@@ -1,8 +1,9 @@
 """A cloud's grant kept across runs, end to end against the fake cloud over real HTTP.
 
 The token and catalog of one run serve the next until the token is due, keystone's version document is
-read once, a token refused with 401 is replaced once, a token near its expiry is renewed, and a change of
-clouds.yaml is read at the next run. Inside ``kept_connections`` runs share their connections.
+read once, nova's once per catalog, a token refused with 401 is replaced once, a token near its expiry
+is renewed, and a change of clouds.yaml is read at the next run. Inside ``kept_connections`` runs
+share their connections, or send their listings through the scope's transport when it names one.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 import yaml
 from anyio.abc import TaskStatus
@@ -23,14 +25,15 @@ from test_sync_failures import world_with_everything
 
 from tally.openstack import kept_connections
 from tally.reconcile import Status
+from tally.simulation import serve_fake_cloud
 from tally.simulator.fakecloud import _keystone as fake_keystone
-from tally.simulator.fakecloud import serve_fake_cloud
 from tally.store import Store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)]
 
 TOKEN_POST = ("POST", "/v3/auth/tokens")
 DISCOVERY = ("GET", "/v3")
+NOVA_VERSION = ("GET", "/compute/v2.1")
 
 
 @asynccontextmanager
@@ -63,6 +66,7 @@ async def test_the_token_and_catalog_of_a_run_serve_the_next(store: Store, tmp_p
         # One token for three runs and their size names, keystone's version document read once.
         assert sent[TOKEN_POST] == 1
         assert sent[DISCOVERY] == 1
+        assert sent[NOVA_VERSION] == 1  # the microversion negotiated once for the three runs
         assert len(h.state.accounts.tokens) == 1
         assert sent[("GET", "/compute/v2.1/servers/detail")] >= 3 * 2  # every run still listed
 
@@ -81,6 +85,7 @@ async def test_a_token_near_its_expiry_is_renewed_before_a_run(
         assert sent[TOKEN_POST] == 4
         assert set(h.state.accounts.tokens) - first  # the second run used a new token
         assert sent[DISCOVERY] == 1  # discovery is not redone for a renewal
+        assert sent[NOVA_VERSION] == 2  # a new catalog: nova's microversion negotiated again
 
 
 async def test_a_kept_token_refused_with_401_is_replaced_once(store: Store, tmp_path: Path) -> None:
@@ -153,3 +158,36 @@ async def test_runs_inside_kept_connections_send_on_the_connections_of_the_run_b
         ports.append(set())
         await completed(h, 300)
         assert not ports[4] & (ports[2] | ports[3])  # closed when the scope ended
+
+
+async def test_runs_inside_kept_connections_with_a_transport_send_their_listings_through_it(
+    store: Store, tmp_path: Path
+) -> None:
+    apps: list[Quart] = []
+    sent: list[tuple[str, int]] = []  # (path, client port) of every request the fake cloud answered
+
+    def serve(
+        app: Quart, host: str, port: int, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED
+    ) -> Awaitable[None]:
+        apps.append(app)
+
+        @app.before_request
+        async def note() -> None:
+            client = request.scope.get("client")
+            assert client is not None
+            sent.append((request.path, int(client[1])))
+
+        return serve_fake_cloud(app, host, port, task_status=task_status)
+
+    async with open_harness(world_with_everything()[0], store, tmp_path, serve=serve) as h:
+        # A client port no socket has: what the in-process transport names its caller.
+        in_process = httpx.ASGITransport(app=apps[0], client=("127.0.0.1", 7))
+        async with kept_connections(in_process):
+            await completed(h, 60)
+            await completed(h, 120)
+        listings = [port for path, port in sent if not path.startswith("/v3")]
+        assert len(listings) >= 2 * 5 and set(listings) == {7}
+        assert {port for path, port in sent if path.startswith("/v3")} - {7}  # keystone: the socket
+        sent.clear()
+        await completed(h, 180)  # outside the scope: the socket again
+        assert sent and 7 not in {port for _, port in sent}

@@ -11,8 +11,9 @@ from reconcile_support import T0, builder, events_of, minutes, open_harness
 from tally.config import CloudEntry
 from tally.ingest import IngestPipeline
 from tally.openstack import OpenStackAdapter
-from tally.reconcile import Adapter, Observation, ObserveRequest, Progress, SizeNameEntry, Status, SyncOutcome
+from tally.reconcile import Observation, ObserveRequest, Progress, SizeNameEntry, Status
 from tally.reconcile._run import RunSettings, run_sync
+from tally.reconcile.internals import Adapter, SyncOutcome
 from tally.store import Store, open_store
 
 pytestmark = pytest.mark.anyio

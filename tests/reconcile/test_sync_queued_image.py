@@ -11,13 +11,13 @@ from reconcile_support import T0, Harness, builder, collector_event, events_of, 
 
 from tally.core import parse_instant
 from tally.reconcile import Status
-from tally.simulator import Project, Resource, WorldBuilder
+from tally.simulator import Resource, WorldBuilder, WorldProject
 from tally.store import Store
 
 pytestmark = pytest.mark.anyio
 
 
-def _queued_world() -> tuple[WorldBuilder, Project, Resource]:
+def _queued_world() -> tuple[WorldBuilder, WorldProject, Resource]:
     b = builder()
     p = b.project("alpha")
     image = b.image(p, size_bytes=None, created_at=T0 + minutes(5), transition="queued")
@@ -25,7 +25,7 @@ def _queued_world() -> tuple[WorldBuilder, Project, Resource]:
     return b, p, image.build()
 
 
-def _queued_create(h: Harness, p: Project, image: Resource) -> dict[str, Any]:
+def _queued_create(h: Harness, p: WorldProject, image: Resource) -> dict[str, Any]:
     """The collector's create of the queued image, at size 0."""
     return collector_event(
         h, "image", image.resource_id, "image.create", T0 + minutes(5), project_id=p.id, size={"size_gb": 0}

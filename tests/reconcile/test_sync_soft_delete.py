@@ -10,7 +10,7 @@ from reconcile_support import T0, Harness, builder, collector_event, events_of, 
 
 from tally.core import Interval, ResourceKey, lifecycle, parse_instant
 from tally.reconcile import Status
-from tally.simulator.world import Project, Resource
+from tally.simulator.world import Resource, WorldProject
 from tally.store import Store
 
 pytestmark = pytest.mark.anyio
@@ -39,7 +39,7 @@ def world(*, restored: bool = False, reclaimed: bool = False):  # type: ignore[n
     return b.build(), p, vm.build()
 
 
-async def collected(h: Harness, p: Project, vm: Resource, *soft: str) -> None:
+async def collected(h: Harness, p: WorldProject, vm: Resource, *soft: str) -> None:
     """The collector's create, and the soft delete / restore it delivered."""
     events = [
         collector_event(

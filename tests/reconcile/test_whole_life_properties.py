@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from tally.core import Interval, ResourceKey, deterministic_event_id, format_instant, lifecycle
 from tally.ingest import IngestPipeline
-from tally.reconcile import DeletedResource, Observation, diff, event_of
+from tally.reconcile import DeletedResource, Observation
+from tally.reconcile.rules import diff, event_of
 from tally.store import Store, open_store
 
 pytestmark = pytest.mark.anyio

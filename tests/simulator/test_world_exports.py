@@ -16,7 +16,7 @@ def test_world_surface() -> None:
             "WORLD_FORMAT",
             "Draft",
             "Flavor",
-            "Project",
+            "WorldProject",
             "Resource",
             "ResourceType",
             "Segment",
@@ -34,7 +34,7 @@ def test_world_surface() -> None:
 def test_the_simulator_reexports_the_same_world_names() -> None:
     for name in (
         "Flavor",
-        "Project",
+        "WorldProject",
         "Resource",
         "Segment",
         "VolumeType",

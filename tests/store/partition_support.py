@@ -16,7 +16,6 @@ from typing import Any
 
 from tally.core import (
     Event,
-    Lifecycle,
     ResourceKey,
     ResourceRow,
     UsageLine,
@@ -25,6 +24,7 @@ from tally.core import (
     parse_event,
     resource_usage,
 )
+from tally.core.internals import Lifecycle
 from tally.store import EventFilter, ResourceFilter, Store, UsageScope
 
 MONTHS = [datetime(2026, m, 1, tzinfo=UTC) for m in range(6, 13)]  # June .. December (the end)

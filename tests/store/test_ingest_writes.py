@@ -7,7 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from tally.core import DELETED, ResourceKey, lifecycle, project, utc_now
+from tally.core import ResourceKey, lifecycle, project, utc_now
+from tally.core.internals import DELETED
 from tally.store import AuditEntry, DeadLetter, Store
 
 pytestmark = pytest.mark.anyio

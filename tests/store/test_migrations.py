@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from tally.store import MigrationError, SchemaStatus, Store, open_store
+from tally.store import SchemaStatus, Store, open_store
+from tally.store.internals import MigrationError
 
 pytestmark = pytest.mark.anyio
 

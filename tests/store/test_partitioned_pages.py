@@ -18,9 +18,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from partition_support import MONTHS, UPTO, populate
 
-from tally.store import EventFilter, EventKey, RetentionPolicy, Store, maintain_events, open_store
+from tally.store import EventFilter, RetentionPolicy, Store, maintain_events, open_store
 from tally.store._page_windows import page_windows, read_events_page
+from tally.store._sql_events import EventsSql
 from tally.store._sql_text import EVENT_SELECT
+from tally.store.internals import EventKey
 
 pytestmark = pytest.mark.anyio
 
@@ -69,7 +71,9 @@ async def single_statement_page(
     store: Store, filters: EventFilter, limit: int, after: EventKey | None
 ) -> list[tuple[Any, ...]]:
     """The page as one statement over the whole table reads it (the reference)."""
-    return await store._fetch(*store.events_page_sql(filters, limit, after, select=EVENT_SELECT))  # type: ignore[attr-defined]
+    return await store.seam.fetch(
+        *EventsSql(store.seam).events_page_sql(filters, limit, after, select=EVENT_SELECT)
+    )  # type: ignore[attr-defined]
 
 
 FILTERS = [
@@ -89,7 +93,7 @@ FILTERS = [
 async def test_every_page_is_the_single_statements(partitioned: Store, limit: int) -> None:
     store = partitioned
     # The pages below go month by month: the store sees the month partitions (June 2026 on).
-    months = await store._partition_months.get(store._fetch)  # type: ignore[attr-defined]
+    months = await store.seam._partition_months.get(store.seam.fetch)  # type: ignore[attr-defined]
     assert set(MONTHS[:-1]) <= set(months)
     for filters in FILTERS:
         after: EventKey | None = None
@@ -113,10 +117,10 @@ async def test_a_page_full_in_its_first_range_reads_no_other(partitioned: Store)
 
     async def fetch(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         statements.append(sql)
-        return await store._fetch(sql, params)  # type: ignore[attr-defined,no-any-return]
+        return await store.seam.fetch(sql, params)  # type: ignore[attr-defined,no-any-return]
 
     def page_sql(window: EventFilter, rows: int, after: EventKey | None) -> tuple[str, list[Any]]:
-        return store.events_page_sql(window, rows, after, select=EVENT_SELECT)  # type: ignore[attr-defined,no-any-return]
+        return EventsSql(store.seam).events_page_sql(window, rows, after, select=EVENT_SELECT)  # type: ignore[attr-defined,no-any-return]
 
     months = [datetime(2026, m, 1, tzinfo=UTC) for m in range(6, 13)]
     filters = EventFilter(cloud="os-a", start=MONTHS[1])

@@ -13,20 +13,15 @@ import pytest
 from partition_support import FAR, all_events, answers, populate
 
 from tally.core import Event, parse_event
-from tally.store import (
-    EventFilter,
-    RetentionPolicy,
-    Store,
-    events_partition_stats,
-    maintain_events,
-    open_store,
-)
+from tally.store import EventFilter, RetentionPolicy, Store, maintain_events, open_store
+from tally.store._migrations import load_migrations
+from tally.store.internals import events_partition_stats
 
 pytestmark = pytest.mark.anyio
 
 
 def version_before_partitioning(store: Store) -> int:
-    versions = [m.version for m in store._migrations if m.name == "events_by_month"]  # type: ignore[attr-defined]
+    versions = [m.version for m in load_migrations(store.dialect) if m.name == "events_by_month"]  # type: ignore[attr-defined]
     assert len(versions) == 1
     return versions[0] - 1
 

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from tally.store import open_store
-from tally.store._postgres import _LOAD_ROWS
+from tally.store._pg_batch import LOAD_ROWS
 from tally.store._sql_text import history_by_key_sql, rows_by_key_sql
 
 pytestmark = pytest.mark.anyio
@@ -43,6 +43,6 @@ async def test_postgresql_reads_rows_by_key_through_the_primary_key(pg_schema_ur
         # A batch's worth of keys: with as many, a flattened join would hash the table instead.
         ids = [f"vm-{n}" for n in range(1, 501)]
         keys = ["c"] * len(ids), ["instance"] * len(ids), ids
-        plan = "\n".join(row[0] for row in conn.execute(f"EXPLAIN {_LOAD_ROWS}", keys))
+        plan = "\n".join(row[0] for row in conn.execute(f"EXPLAIN {LOAD_ROWS}", keys))
     assert "Index Scan using current_resources_pkey" in plan, plan
     assert "Seq Scan" not in plan, plan

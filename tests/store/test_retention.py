@@ -11,14 +11,8 @@ import pytest
 from partition_support import MONTHS, UPTO, Answers, all_rows, answers, populate
 
 from tally.core import parse_event
-from tally.store import (
-    RetentionPolicy,
-    Store,
-    archived_month_usage,
-    events_retention_refusal,
-    maintain_events,
-    open_store,
-)
+from tally.store import RetentionPolicy, Store, events_retention_refusal, maintain_events, open_store
+from tally.store.internals import archived_month_usage
 
 pytestmark = pytest.mark.anyio
 

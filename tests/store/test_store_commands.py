@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tally.daemon.cli import main
+from tally.cli import main
 from tally.store._migrations import load_migrations
 
 

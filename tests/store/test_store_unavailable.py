@@ -14,8 +14,8 @@ from contextlib import AsyncExitStack
 import psycopg
 import pytest
 
-from tally.simulator.pg_node import PgNode
 from tally.store import ConnectionWaitTimeout, StoreUnavailable, SyncLockHeld, connection_deadline, open_store
+from tally.testing.pg_node import PgNode
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
@@ -25,7 +25,7 @@ async def test_a_session_ended_under_the_pool_fails_one_call_and_the_next_reconn
 ) -> None:
     async with open_store(pg_schema_url, max_conns=1) as store:
         await store.migrate_up()
-        async with store._connection() as conn:  # type: ignore[attr-defined]
+        async with store.seam._connection() as conn:  # type: ignore[attr-defined]
             pid = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0]
         with psycopg.connect(pg_schema_url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", [pid])
@@ -44,7 +44,7 @@ async def test_after_a_lost_session_the_next_call_draws_no_other_dead_one(pg_sch
         pids = []
         async with AsyncExitStack() as stack:
             for _ in range(3):
-                conn = await stack.enter_async_context(store._connection())  # type: ignore[attr-defined]
+                conn = await stack.enter_async_context(store.seam._connection())  # type: ignore[attr-defined]
                 pids.append((await (await conn.execute("SELECT pg_backend_pid()")).fetchone())[0])
         with psycopg.connect(pg_schema_url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", [pids])

@@ -20,6 +20,7 @@ import psycopg
 import pytest
 
 from tally.store import Store, SyncLockHeld, open_store
+from tally.store._sql import SqlStore
 from tally.store._sqlite import SqliteStore
 
 pytestmark = pytest.mark.anyio
@@ -28,7 +29,7 @@ T = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 @pytest.fixture
-async def leased(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+async def leased(tmp_path: Path) -> AsyncIterator[SqlStore]:
     """A SQLite store whose lease is renewed every 0.2 s, so renewals happen inside short tests."""
     store = SqliteStore(str(tmp_path / "lease.sqlite3"), lease_s=0.6)
     await store.open()
@@ -47,7 +48,7 @@ async def still_works(store: Store, cloud: str = "os-dev") -> None:
     assert await store.last_completed_sync_started_at(cloud) == T
 
 
-async def test_renewal_cancelled_while_waiting_for_the_file(leased: SqliteStore, tmp_path: Path) -> None:
+async def test_renewal_cancelled_while_waiting_for_the_file(leased: SqlStore, tmp_path: Path) -> None:
     # Another process holds the write lock of the file, so the renewal's BEGIN IMMEDIATE waits in
     # SQLite's busy handler when the run is cancelled.
     blocker = sqlite3.connect(tmp_path / "lease.sqlite3", isolation_level=None)
@@ -66,20 +67,20 @@ async def test_renewal_cancelled_while_waiting_for_the_file(leased: SqliteStore,
                     scope.cancel()
                     await anyio.sleep(1)
         assert scope.cancelled_caught
-        assert not leased.conn.in_transaction
+        assert not leased.seam.conn.in_transaction
         await still_works(leased)
     finally:
         blocker.close()
 
 
-async def test_holder_cancelled_at_random_points(leased: SqliteStore) -> None:
+async def test_holder_cancelled_at_random_points(leased: SqlStore) -> None:
     rng = random.Random(7)
     for _ in range(40):
         with anyio.move_on_after(rng.uniform(0, 0.05)):
             async with leased.sync_lock("os-dev"):
                 await leased.start_sync_run("os-dev", T)
                 await anyio.sleep(rng.uniform(0, 0.3))
-        assert not leased.conn.in_transaction
+        assert not leased.seam.conn.in_transaction
     await still_works(leased)
 
 

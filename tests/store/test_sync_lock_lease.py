@@ -97,6 +97,22 @@ def test_a_holder_that_renews_keeps_the_lock_past_its_lease(migrated: str) -> No
     anyio.run(hold_long)
 
 
+def test_a_holder_whose_step_holds_the_cpu_past_the_lease_keeps_the_lock(migrated: str) -> None:
+    # The renewal must not wait for the run's loop: a diff of a million resources holds it for longer
+    # than a lease, and the server would end the idle session, and the lock with it, meanwhile.
+    async def hold_the_cpu() -> None:
+        async with hold_sync_lock(migrated, "os-dev", lease_s=1.5):
+            until = time.monotonic() + 4.0
+            while time.monotonic() < until:  # no checkpoint: the loop gets no turn
+                pass
+            assert not await _try_take(migrated)
+            await anyio.sleep(1.0)  # a turn for whatever renews on the loop, and a renewal more
+            assert not await _try_take(migrated)
+        assert await _try_take(migrated)  # released at the block's end
+
+    anyio.run(hold_the_cpu)
+
+
 def test_a_lock_lost_under_a_running_block_ends_it_with_store_unavailable(migrated: str) -> None:
     import psycopg
 

@@ -1,50 +1,37 @@
-"""The actor runtime: actors with bounded mailboxes, call/reply, supervision, budgets.
+"""The actor runtime: bounded mailboxes, requests with a one-shot reply, supervision, budgets.
 
 anyio only, so it runs on asyncio (production) and trio (tests run on both); no domain code. Read
-``_supervisor`` for the restart and shutdown rules, ``_actor`` for send/call semantics, ``_mailbox``
-for the close rules and ``_budget`` for deadlines that say where they hit.
+``_supervisor`` for the restart and shutdown rules, ``_mailbox`` for the close rules, ``_request``
+for ask/answer and withdrawal, ``_serve`` for an actor's loop over its requests, and ``_budget``
+for deadlines that say where they hit.
 """
 
-from ._actor import Actor as Actor
 from ._budget import Budget as Budget
-from ._errors import ActorError as ActorError
 from ._errors import ActorStopped as ActorStopped
 from ._errors import BudgetExceeded as BudgetExceeded
-from ._errors import CallTimeout as CallTimeout
 from ._errors import SupervisorGaveUp as SupervisorGaveUp
 from ._mailbox import Mailbox as Mailbox
-from ._mailbox import MailboxStatistics as MailboxStatistics
-from ._resource import Resource as Resource
+from ._request import Request as Request
+from ._request import ask as ask
+from ._resource import HeldResource as HeldResource
+from ._serve import serve_requests as serve_requests
 from ._supervisor import ActorContext as ActorContext
-from ._supervisor import ActorRun as ActorRun
-from ._supervisor import Backoff as Backoff
 from ._supervisor import ChildSpec as ChildSpec
-from ._supervisor import ChildStatistics as ChildStatistics
 from ._supervisor import Intensity as Intensity
-from ._supervisor import Restart as Restart
 from ._supervisor import Supervisor as Supervisor
-from ._supervisor import SupervisorState as SupervisorState
-from ._supervisor import SupervisorStatistics as SupervisorStatistics
 
 __all__ = [
-    "Actor",
     "ActorContext",
-    "ActorError",
-    "ActorRun",
     "ActorStopped",
-    "Backoff",
     "Budget",
     "BudgetExceeded",
-    "CallTimeout",
     "ChildSpec",
-    "ChildStatistics",
+    "HeldResource",
     "Intensity",
     "Mailbox",
-    "MailboxStatistics",
-    "Resource",
-    "Restart",
+    "Request",
     "Supervisor",
     "SupervisorGaveUp",
-    "SupervisorState",
-    "SupervisorStatistics",
+    "ask",
+    "serve_requests",
 ]

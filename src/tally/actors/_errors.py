@@ -2,7 +2,6 @@
 
     ActorError
     ├── ActorStopped        the actor's mailbox is closed: it takes no more messages
-    ├── CallTimeout         a call got no reply in time (also a TimeoutError)
     ├── BudgetExceeded      work ran past its budget; says what it was doing (also a TimeoutError)
     └── SupervisorGaveUp    restarts exceeded the intensity limit; the process should exit non-zero
 
@@ -22,15 +21,6 @@ class ActorStopped(ActorError):
     def __init__(self, actor: str) -> None:
         super().__init__(f"actor {actor!r} is stopped and takes no more messages")
         self.actor = actor
-
-
-class CallTimeout(ActorError, TimeoutError):
-    """A ``call`` got no reply within its timeout; the request was withdrawn."""
-
-    def __init__(self, actor: str, timeout_s: float) -> None:
-        super().__init__(f"actor {actor!r} did not reply within {timeout_s:g}s")
-        self.actor = actor
-        self.timeout_s = timeout_s
 
 
 class BudgetExceeded(ActorError, TimeoutError):

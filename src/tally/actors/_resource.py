@@ -1,9 +1,9 @@
-"""Resource: a child that holds something open (a store, a connection pool) for the actors after it.
+"""HeldResource: a child that holds something open (a store, a connection pool) for the actors after it.
 
 Children start in order and stop in reverse, so a resource listed before its users is open before
 any of them starts and closed only after all of them stopped::
 
-    store = Resource("store", lambda: open_store(settings.store_url))
+    store = HeldResource("store", lambda: open_store(settings.store_url))
     children = [store.child(), scheduler_child(lambda: store.value), http_front_end(...)]
 
 ``value`` raises ``RuntimeError`` outside that window, so a use before open or after close is loud.
@@ -20,7 +20,7 @@ from ._supervisor import ActorContext, ChildSpec, Restart
 T = TypeVar("T")
 
 
-class Resource(Generic[T]):
+class HeldResource(Generic[T]):
     """Opens ``open_()`` when its child starts, exposes it as ``value``, closes it when told to stop."""
 
     def __init__(

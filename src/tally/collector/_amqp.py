@@ -200,142 +200,172 @@ class AmqpSource:
         refuses (login, vhost, permissions, an exchange of other durability, a missing exchange
         while required) raises ``CollectorError``: that is a configuration to fix, not an outage.
         """
-        config = self.config
-        name = f"tally-collector {config.queue_name} pid={os.getpid()}"
-        consuming = False
-        started = False
-        connection: ConsumerConnection | None = None
-        startup_error: CollectorError | None = None
-        # The node was down (port closed, or it announced its shutdown): its non-durable exchanges
-        # are gone, and one found on reconnecting was declared again by a service before us.
-        node_was_down = False
-
-        async def hand_over(message: Delivered) -> None:
-            handle = (connection, message.delivery_tag)
-            refused = (
-                None
-                if message.refused_size is None
-                else f"body of {message.refused_size} bytes is over {config.max_body}"
-            )
-            delivery = Delivery(message.body, message.exchange, message.routing_key, handle, refused)
-            try:
-                # The stream holds more than the prefetch window, so this never waits and the
-                # deliveries keep the broker's order (which the multiple-ack relies on).
-                deliveries.send_nowait(delivery)
-            except anyio.WouldBlock:
-                await deliveries.send(delivery)
-
-        async def set_up(opened: ConsumerConnection) -> None:
-            nonlocal connection, consuming, started, startup_error
-            # Before consume: deliveries can come in the same read as its reply, ahead of the lines
-            # below, and each names the connection its ack goes to.
-            connection = opened
-            if config.require_exchanges and not started:
-                try:
-                    await self._check_exchanges(opened)
-                except CollectorError as exc:
-                    startup_error = exc
-                    raise AmqpClosed(str(exc), 404) from None
-            raced: list[str] = []
-            if node_was_down and not config.bindings_survive_restarts:
-                # Before qos: a probe of a missing exchange costs the channel, opened again bare.
-                if await opened.exchange_exists(config.canary_exchange):
-                    log.info("collector: the broker kept its exchanges through the outage (no restart)")
-                else:
-                    raced = [name for name in config.exchanges if await opened.exchange_exists(name)]
-            await opened.qos(config.prefetch)
-            for exchange in config.exchanges:
-                await opened.declare_exchange(exchange, durable=config.durable_exchanges)
-            if not config.bindings_survive_restarts:
-                await opened.declare_exchange(config.canary_exchange, durable=False)
-            await opened.declare_queue(config.queue_name, config.queue_arguments())
-            for exchange in config.exchanges:
-                for topic in config.topics:
-                    await opened.bind(config.queue_name, exchange, topic)
-            self.bound = list(config.exchanges)
-            await opened.consume(config.queue_name, f"tally-collector-{os.getpid()}")
-            self._connection = opened
-            self._consuming.set()
-            self.problem = None
-            consuming = True
-            _metrics.CONNECTED.set(1)
-            for exchange in raced:
-                _metrics.REBIND_RACES.labels(exchange).inc()
-            if raced:
-                log.warning(
-                    "collector: after the broker restart a service declared %s again before the "
-                    "collector bound its queue: what it published in between reached no queue of "
-                    "Tally's; the next sync books what it missed (durable exchanges or broker "
-                    "definitions close this window, docs/collector.md)",
-                    ",".join(raced),
-                )
-            log.info(
-                "collector: consuming queue=%s type=%s prefetch=%d broker=%s exchanges=%s durable=%s",
-                config.queue_name,
-                config.queue_type,
-                config.prefetch,
-                opened.where,
-                ",".join(self.bound),
-                str(config.durable_exchanges).lower(),
-            )
-            if not started:
-                started = True
-                task_status.started()
-
-        attempt = 0
-        host = 0
-        said_at = -REPEAT_LOG_S
+        serving = _Serving(self, deliveries, task_status)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._refresh_queue_statistics)
             while True:
-                consuming = False
-                ended, host = await run_consumer(
-                    self.address,
-                    connection_name=name,
-                    on_delivery=hand_over,
-                    on_ready=set_up,
-                    max_body=config.max_body,
-                    first_host=host,
-                )
-                self._connection = None
-                if isinstance(ended, AmqpUnreachable) or ended.reply_code == CONNECTION_FORCED:
-                    node_was_down = True
-                elif consuming:
-                    node_was_down = False
-                if self._consuming.is_set():
-                    self._consuming = anyio.Event()
-                _metrics.CONNECTED.set(0)
-                # A refusal counts only while setting up: once consuming, whatever closes the channel
-                # (an ack the broker did not expect, say) is an outage like any other.
-                refused = is_refusal(ended) and not consuming
-                if not started:
-                    if startup_error is not None:
-                        raise startup_error
-                    if refused:
-                        raise CollectorError(_refusal_message(config, ended))
-                    started = True
-                    task_status.started()
-                if consuming:
-                    _metrics.CONNECTIONS_LOST.inc()
-                    attempt = 0
-                    # The member that failed goes last: the next attempt starts at the next one.
-                    host = (host + 1) % len(self.address.hosts)
-                problem = _refusal_message(config, ended) if refused else f"broker unavailable: {ended}"
-                delay = reconnect_delay(attempt, refused=refused, rng=self._rng)
-                attempt += 1
-                # Said when it changes and then once a minute: an outage is one line a minute, not
-                # one per attempt.
-                now = anyio.current_time()
-                if problem != self.problem or now - said_at >= REPEAT_LOG_S:
-                    log.warning(
-                        "collector: not consuming (attempt %d), connecting again in %.2f s: %s",
-                        attempt,
-                        delay,
-                        problem,
-                    )
-                    said_at = now
-                self.problem = problem
-                await anyio.sleep(delay)
+                ended = await serving.connect()
+                await anyio.sleep(serving.after(ended))
+
+
+class _Serving:
+    """One ``serve``: the state its connections share, and the steps of each (set up, hand over, end)."""
+
+    def __init__(
+        self, source: AmqpSource, deliveries: MemoryObjectSendStream[Delivery], task_status: TaskStatus[None]
+    ) -> None:
+        self.source = source
+        self.config = source.config
+        self.deliveries = deliveries
+        self.task_status = task_status
+        self.name = f"tally-collector {self.config.queue_name} pid={os.getpid()}"
+        self.consuming = False
+        self.started = False
+        self.connection: ConsumerConnection | None = None
+        self.startup_error: CollectorError | None = None
+        # The node was down (port closed, or it announced its shutdown): its non-durable exchanges
+        # are gone, and one found on reconnecting was declared again by a service before us.
+        self.node_was_down = False
+        self.attempt = 0
+        self.host = 0
+        self.said_at = -REPEAT_LOG_S
+
+    async def connect(self) -> AmqpClosed:
+        """One connection, from its attempt to its end: how it ended."""
+        self.consuming = False
+        ended, self.host = await run_consumer(
+            self.source.address,
+            connection_name=self.name,
+            on_delivery=self.hand_over,
+            on_ready=self.set_up,
+            max_body=self.config.max_body,
+            first_host=self.host,
+        )
+        return ended
+
+    async def hand_over(self, message: Delivered) -> None:
+        handle = (self.connection, message.delivery_tag)
+        refused = (
+            None
+            if message.refused_size is None
+            else f"body of {message.refused_size} bytes is over {self.config.max_body}"
+        )
+        delivery = Delivery(message.body, message.exchange, message.routing_key, handle, refused)
+        try:
+            # The stream holds more than the prefetch window, so this never waits and the
+            # deliveries keep the broker's order (which the multiple-ack relies on).
+            self.deliveries.send_nowait(delivery)
+        except anyio.WouldBlock:
+            await self.deliveries.send(delivery)
+
+    async def set_up(self, opened: ConsumerConnection) -> None:
+        config = self.config
+        # Before consume: deliveries can come in the same read as its reply, ahead of the lines
+        # below, and each names the connection its ack goes to.
+        self.connection = opened
+        if config.require_exchanges and not self.started:
+            try:
+                await self.source._check_exchanges(opened)
+            except CollectorError as exc:
+                self.startup_error = exc
+                raise AmqpClosed(str(exc), 404) from None
+        raced = await self._raced(opened)
+        await opened.qos(config.prefetch)
+        for exchange in config.exchanges:
+            await opened.declare_exchange(exchange, durable=config.durable_exchanges)
+        if not config.bindings_survive_restarts:
+            await opened.declare_exchange(config.canary_exchange, durable=False)
+        await opened.declare_queue(config.queue_name, config.queue_arguments())
+        for exchange in config.exchanges:
+            for topic in config.topics:
+                await opened.bind(config.queue_name, exchange, topic)
+        self.source.bound = list(config.exchanges)
+        await opened.consume(config.queue_name, f"tally-collector-{os.getpid()}")
+        self._now_consuming(opened, raced)
+
+    async def _raced(self, opened: ConsumerConnection) -> list[str]:
+        """The services' exchanges declared again by a service before us, after a node restart."""
+        config = self.config
+        if not self.node_was_down or config.bindings_survive_restarts:
+            return []
+        # Before qos: a probe of a missing exchange costs the channel, opened again bare.
+        if await opened.exchange_exists(config.canary_exchange):
+            log.info("collector: the broker kept its exchanges through the outage (no restart)")
+            return []
+        return [name for name in config.exchanges if await opened.exchange_exists(name)]
+
+    def _now_consuming(self, opened: ConsumerConnection, raced: list[str]) -> None:
+        config = self.config
+        self.source._connection = opened
+        self.source._consuming.set()
+        self.source.problem = None
+        self.consuming = True
+        _metrics.CONNECTED.set(1)
+        for exchange in raced:
+            _metrics.REBIND_RACES.labels(exchange).inc()
+        if raced:
+            log.warning(
+                "collector: after the broker restart a service declared %s again before the "
+                "collector bound its queue: what it published in between reached no queue of "
+                "Tally's; the next sync books what it missed (durable exchanges or broker "
+                "definitions close this window, docs/collector.md)",
+                ",".join(raced),
+            )
+        log.info(
+            "collector: consuming queue=%s type=%s prefetch=%d broker=%s exchanges=%s durable=%s",
+            config.queue_name,
+            config.queue_type,
+            config.prefetch,
+            opened.where,
+            ",".join(self.source.bound),
+            str(config.durable_exchanges).lower(),
+        )
+        if not self.started:
+            self.started = True
+            self.task_status.started()
+
+    def after(self, ended: AmqpClosed) -> float:
+        """What a connection's end leaves: the state for the next, and the seconds to wait for it."""
+        source = self.source
+        source._connection = None
+        if isinstance(ended, AmqpUnreachable) or ended.reply_code == CONNECTION_FORCED:
+            self.node_was_down = True
+        elif self.consuming:
+            self.node_was_down = False
+        if source._consuming.is_set():
+            source._consuming = anyio.Event()
+        _metrics.CONNECTED.set(0)
+        # A refusal counts only while setting up: once consuming, whatever closes the channel
+        # (an ack the broker did not expect, say) is an outage like any other.
+        refused = is_refusal(ended) and not self.consuming
+        if not self.started:
+            if self.startup_error is not None:
+                raise self.startup_error
+            if refused:
+                raise CollectorError(_refusal_message(self.config, ended))
+            self.started = True
+            self.task_status.started()
+        if self.consuming:
+            _metrics.CONNECTIONS_LOST.inc()
+            self.attempt = 0
+            # The member that failed goes last: the next attempt starts at the next one.
+            self.host = (self.host + 1) % len(source.address.hosts)
+        problem = _refusal_message(self.config, ended) if refused else f"broker unavailable: {ended}"
+        delay = reconnect_delay(self.attempt, refused=refused, rng=source._rng)
+        self.attempt += 1
+        # Said when it changes and then once a minute: an outage is one line a minute, not
+        # one per attempt.
+        now = anyio.current_time()
+        if problem != source.problem or now - self.said_at >= REPEAT_LOG_S:
+            log.warning(
+                "collector: not consuming (attempt %d), connecting again in %.2f s: %s",
+                self.attempt,
+                delay,
+                problem,
+            )
+            self.said_at = now
+        source.problem = problem
+        return delay
 
 
 def _refusal_message(config: AmqpConfig, error: AmqpClosed) -> str:

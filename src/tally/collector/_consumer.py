@@ -7,7 +7,8 @@ only then acks the whole group. Skipped and unparseable bodies are acked with
 their group, counted by reason, so bad input never blocks the queue.
 
 Warnings about bad messages (unparseable, no owner) are limited to 10 a minute of each kind, with
-one line for the count of those left out (``_log_limit``); the metrics count every one.
+one line for the count of those left out (``tally.core.LogLimit``), said when a minute is over and
+when the loop stops; the metrics count every one, and those left out of the log as well.
 
 Backpressure: before taking a group the loop checks the outbox. At
 ``buffer_max`` rows it stops taking until the sender has brought the depth
@@ -30,11 +31,11 @@ from collections import Counter
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from tally.outbox import Outbox, OutboxWriteError
+from tally.core import LogLimit
+from tally.outbox import WARNINGS_SUPPRESSED, Outbox, OutboxWriteError
 
 from . import _metrics
 from ._delivery import Delivery, Source
-from ._log_limit import LogLimit
 from ._mapping import map_notification
 from ._outcome import Mapped, Skipped, Unparseable
 
@@ -60,8 +61,8 @@ class Consumer:
         self._resume_at = math.floor(buffer_max * 0.9)
         self._batch_limit = batch_limit
         # Bad messages are all counted; their warnings are limited (a flood must not drown the log).
-        self._unparseable_log = LogLimit()
-        self._owner_missing_log = LogLimit()
+        self._unparseable_log = LogLimit(on_suppressed=WARNINGS_SUPPRESSED.labels("unparseable").inc)
+        self._owner_missing_log = LogLimit(on_suppressed=WARNINGS_SUPPRESSED.labels("owner_missing").inc)
         # Invariant: taken == acked + in_hand; a delivery counts as acked once its group committed.
         self.taken = 0
         self.acked = 0
@@ -127,15 +128,15 @@ class Consumer:
                     )
         for event_type, count in received.items():
             _metrics.RECEIVED.labels(event_type).inc(count)
-        self._say_left_out()
+        self._say_left_out(stopping=False)
         return rows
 
-    def _say_left_out(self) -> None:
+    def _say_left_out(self, *, stopping: bool) -> None:
         for limit, what, metric in (
             (self._unparseable_log, "unparseable bodies", "tally_collector_unparseable_total"),
             (self._owner_missing_log, "events without an owner", "tally_collector_owner_missing_total"),
         ):
-            if left_out := limit.summary():
+            if left_out := limit.drain() if stopping else limit.summary():
                 log.warning(
                     "collector: %d more %s were not logged in the last %.0f s (each is counted in %s)",
                     left_out,
@@ -156,7 +157,14 @@ class Consumer:
                 delay = min(self._retry_max_s, delay * 2)
 
     async def consume(self, deliveries: MemoryObjectReceiveStream[Delivery], source: Source) -> None:
-        """Run until the stream ends (the bus closed) or the task is cancelled."""
+        """Run until the stream ends (the bus closed) or the task is cancelled; the count of warnings
+        left out of the log is said on the way out."""
+        try:
+            await self._consume(deliveries, source)
+        finally:
+            self._say_left_out(stopping=True)
+
+    async def _consume(self, deliveries: MemoryObjectReceiveStream[Delivery], source: Source) -> None:
         while True:
             await self._wait_for_room()
             try:

@@ -1,4 +1,4 @@
-"""Reading one AMQP body into a ``Notification``: envelope, timestamp, exact numbers. Pure.
+"""Reading one AMQP body into an ``OsloNotification``: envelope, timestamp, exact numbers. Pure.
 
 oslo.messaging sends two shapes. ``messagingv2`` wraps the message in
 ``{"oslo.version": "2.0", "oslo.message": "<JSON string>"}`` whose inner
@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from ._outcome import Decoded, DecodeOutcome, Notification, Skipped, Unparseable
+from ._outcome import Decoded, DecodeOutcome, OsloNotification, Skipped, Unparseable
 
 MAX_BODY_BYTES = 1024 * 1024
 
@@ -153,7 +153,7 @@ def decode_body(body: bytes | str | Mapping[str, Any]) -> DecodeOutcome:
     if isinstance(payload, dict) and "nova_object.data" in payload:
         return Skipped("versioned", event_type, message_id)
     return Decoded(
-        Notification(
+        OsloNotification(
             message_id=message_id,
             event_type=event_type,
             timestamp=timestamp,

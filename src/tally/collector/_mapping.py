@@ -24,7 +24,7 @@ from tally.core import deterministic_event_id, format_instant
 
 from ._decode import decode_body
 from ._json import dumps
-from ._outcome import MapOutcome, Mapped, Notification, Skipped, Unparseable
+from ._outcome import MapOutcome, Mapped, OsloNotification, Skipped, Unparseable
 
 PLATFORM = "openstack"
 MAX_EVENT_BYTES = 64 * 1024
@@ -280,7 +280,7 @@ SKIP_REASONS: Mapping[str, str] = {
 }
 
 
-def map_decoded(notification: Notification, *, cloud: str) -> MapOutcome:
+def map_decoded(notification: OsloNotification, *, cloud: str) -> MapOutcome:
     """Map a decoded notification; see ``map_notification``."""
     oslo_type = notification.event_type
     rule = RULES.get(oslo_type)

@@ -14,7 +14,7 @@ from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
-class Notification:
+class OsloNotification:
     """The members of an oslo notification the mapping reads.
 
     Invariant: ``timestamp`` is aware UTC; numbers inside ``payload`` that had a
@@ -31,7 +31,7 @@ class Notification:
 
 @dataclass(frozen=True, slots=True)
 class Decoded:
-    notification: Notification
+    notification: OsloNotification
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """The collector as a service: sources, consumer loops, outbox and sender in one task group.
 
-``serve_collector`` is the actor-friendly entry point the daemon composes into
-``tally run``; ``Collector`` is the same thing as an object, for the standalone
-command (which also serves ``/healthz``) and for tests that drain it.
+``Collector`` is built by the composition root (``tally.app``) for ``tally run``'s
+collector actor, the standalone command (which also serves ``/healthz``) and the
+simulator; ``serve`` runs it, ``stop`` and the statistics are what they ask of it.
 """
 
 from __future__ import annotations
@@ -238,14 +238,3 @@ class Collector:
             task_status.started(self)
             await anyio.sleep_forever()
         raise AssertionError("unreachable")
-
-
-async def serve_collector(
-    settings: Settings,
-    *,
-    sink: EventSink,
-    bus: InProcessBus | None = None,
-    task_status: TaskStatus[Collector] = anyio.TASK_STATUS_IGNORED,
-) -> NoReturn:
-    """Run the collector until cancelled; ``started`` hands back the ``Collector`` (drain, health)."""
-    await Collector(settings, sink=sink, bus=bus).serve(task_status=task_status)

@@ -4,8 +4,8 @@ This is the collector's only AMQP stack: consuming, declaring the services' exch
 probing exchanges and reading the queue's depth all go over it. Why not aio-pika: its per-message
 machinery (frame objects, a queue hop per frame and a task per delivery) cost more CPU per message
 than the collector's decode, map and outbox together, where the same deliveries read straight from
-the socket's chunks cost a small part of that (measured in docs/benchmarks.md, section "collector",
-the measurement of 2026-11-29).
+the socket's chunks cost a small part of that (the figures are in docs/benchmarks.md, section
+"collector").
 
 Only what a consumer needs is spoken: the handshake (PLAIN or EXTERNAL), heartbeats, one channel,
 qos, exchange and queue declare (passive too) and bind, consume, and multiple acks. Every request

@@ -4,13 +4,10 @@ logging every command sets up from them."""
 from ._clouds import CloudEntry as CloudEntry
 from ._clouds import CloudsConfigError as CloudsConfigError
 from ._clouds import load_clouds_config as load_clouds_config
-from ._clouds import parse_clouds_config as parse_clouds_config
 from ._errors import ConfigError as ConfigError
 from ._load import load_settings as load_settings
-from ._load import unknown_variables as unknown_variables
 from ._logging import setup_logging as setup_logging
 from ._settings import Settings as Settings
-from ._show import redact_url as redact_url
 from ._show import render_settings as render_settings
 from ._state_files import prepare_state_file as prepare_state_file
 
@@ -21,10 +18,7 @@ __all__ = [
     "Settings",
     "load_clouds_config",
     "load_settings",
-    "parse_clouds_config",
     "prepare_state_file",
-    "redact_url",
     "render_settings",
     "setup_logging",
-    "unknown_variables",
 ]

@@ -30,6 +30,9 @@ class Settings(BaseSettings):
     reporting_enabled: bool = True
     reporting_http_addr: str = "127.0.0.1"
     reporting_http_port: int = Field(8080, ge=0, le=65535)
+    # 0: from the host (the daemon's ``default_http_workers``: the CPUs it may run on, at most 4, on
+    # PostgreSQL; 1 on SQLite).
+    reporting_http_workers: int = Field(0, ge=0, le=64)
     reporting_db_url: SecretStr | None = None
     reporting_db_max_conns: int = Field(10, ge=1, le=1000)
     reporting_db_start_timeout_s: int = Field(300, ge=0, le=86400)
@@ -48,6 +51,8 @@ class Settings(BaseSettings):
     reporting_sync_budget_s: int = Field(45, ge=1, le=86400)
     reporting_sync_settle_s: int = Field(60, ge=0, le=3600)
     reporting_sync_clock_url: str | None = None
+    # The PostgreSQL sync lock's lease: a holder that stops renewing loses its clouds' locks after it.
+    reporting_sync_lock_lease_s: float = Field(60.0, ge=3, le=3600)
     # 0: derived from the pool and the cloud count (reconcile's ``default_max_concurrent``).
     reporting_sync_max_concurrent: int = Field(0, ge=0, le=1000)
     reporting_metrics_refresh_s: int = Field(60, ge=1, le=86400)

@@ -5,13 +5,6 @@ speaks these types, so the fold that bills a resource is the same function
 wherever a lifecycle is computed.
 """
 
-from ._event import EVENT_TYPE_PATTERN as EVENT_TYPE_PATTERN
-from ._event import MAX_EVENT_ID as MAX_EVENT_ID
-from ._event import MAX_EVENT_TYPE as MAX_EVENT_TYPE
-from ._event import MAX_TEXT as MAX_TEXT
-from ._event import MEMBERS as MEMBERS
-from ._event import RESERVED_PLATFORMS as RESERVED_PLATFORMS
-from ._event import SOURCES as SOURCES
 from ._event import Category as Category
 from ._event import Event as Event
 from ._event import EventInvalid as EventInvalid
@@ -21,29 +14,21 @@ from ._event import category_of as category_of
 from ._event import has_digit_run as has_digit_run
 from ._event import may_hold_wide_integer as may_hold_wide_integer
 from ._event import parse_event as parse_event
-from ._fold import DELETED as DELETED
-from ._fold import HISTORY_STARTS_WITHOUT_CREATE as HISTORY_STARTS_WITHOUT_CREATE
-from ._fold import SNAPSHOT_SOURCE as SNAPSHOT_SOURCE
-from ._fold import SNAPSHOT_TYPES as SNAPSHOT_TYPES
 from ._fold import Interval as Interval
-from ._fold import Lifecycle as Lifecycle
 from ._fold import ResourceRow as ResourceRow
 from ._fold import advance as advance
-from ._fold import fold_order as fold_order
-from ._fold import is_snapshot as is_snapshot
 from ._fold import needs_replay as needs_replay
 from ._fold import project as project
 from ._fold import project_at as project_at
 from ._fold import sorted_events as sorted_events
-from ._fold import step as step
 from ._ids import deterministic_event_id as deterministic_event_id
 from ._ids import synthetic_event_id as synthetic_event_id
 from ._labels import KNOWN_EVENT_TYPES as KNOWN_EVENT_TYPES
 from ._labels import KNOWN_STATES as KNOWN_STATES
-from ._labels import MAPPED_EVENT_TYPES as MAPPED_EVENT_TYPES
 from ._labels import OTHER as OTHER
 from ._labels import bounded as bounded
 from ._lifecycle import lifecycle as lifecycle
+from ._log_limit import LogLimit as LogLimit
 from ._size_names import SizeNames as SizeNames
 from ._size_names import name_event_size as name_event_size
 from ._size_names import named_size as named_size
@@ -55,17 +40,14 @@ from ._time import as_utc as as_utc
 from ._time import format_instant as format_instant
 from ._time import parse_instant as parse_instant
 from ._time import utc_now as utc_now
-from ._usage import PRICING_MEMBERS as PRICING_MEMBERS
 from ._usage import USAGE_GROUPS as USAGE_GROUPS
 from ._usage import GroupKey as GroupKey
 from ._usage import UsageLine as UsageLine
 from ._usage import UsageWindow as UsageWindow
-from ._usage import add_group_usage as add_group_usage
 from ._usage import interval_usage as interval_usage
 from ._usage import numeric_members as numeric_members
 from ._usage import resource_usage as resource_usage
 from ._usage import seconds_text as seconds_text
-from ._usage_facts import FactPiece as FactPiece
 from ._usage_facts import UsageFact as UsageFact
 from ._usage_facts import add_fact_group_usage as add_fact_group_usage
 from ._usage_facts import fact_pieces as fact_pieces
@@ -73,33 +55,19 @@ from ._usage_facts import fact_usage as fact_usage
 from ._usage_facts import usage_fact as usage_fact
 
 __all__ = [
-    "DELETED",
-    "EVENT_TYPE_PATTERN",
-    "HISTORY_STARTS_WITHOUT_CREATE",
     "INSTANT_EDGE_PATTERN",
     "KNOWN_EVENT_TYPES",
     "KNOWN_STATES",
-    "MAPPED_EVENT_TYPES",
-    "MAX_EVENT_ID",
-    "MAX_EVENT_TYPE",
-    "MAX_TEXT",
-    "MEMBERS",
     "ONE_MICROSECOND",
     "OTHER",
-    "PRICING_MEMBERS",
-    "RESERVED_PLATFORMS",
-    "SNAPSHOT_SOURCE",
-    "SNAPSHOT_TYPES",
-    "SOURCES",
     "USAGE_GROUPS",
     "Category",
     "Event",
     "EventInvalid",
-    "FactPiece",
     "GroupKey",
     "InstantError",
     "Interval",
-    "Lifecycle",
+    "LogLimit",
     "ResourceKey",
     "ResourceRow",
     "SizeNames",
@@ -108,7 +76,6 @@ __all__ = [
     "UsageLine",
     "UsageWindow",
     "add_fact_group_usage",
-    "add_group_usage",
     "advance",
     "as_utc",
     "bounded",
@@ -116,11 +83,9 @@ __all__ = [
     "deterministic_event_id",
     "fact_pieces",
     "fact_usage",
-    "fold_order",
     "format_instant",
     "has_digit_run",
     "interval_usage",
-    "is_snapshot",
     "lifecycle",
     "may_hold_wide_integer",
     "name_event_size",
@@ -135,7 +100,6 @@ __all__ = [
     "seconds_text",
     "snapshot_for",
     "sorted_events",
-    "step",
     "synthetic_event_id",
     "usage_fact",
     "utc_now",

@@ -1,16 +1,18 @@
 """The backbone: the store and what every actor after it shares (the ingest pipeline, the sync service).
 
-It is one ``tally.actors.Resource`` named ``store``, first in the tree: it opens the store, applies
+It is one ``tally.actors.HeldResource`` named ``store``, first in the tree: it opens the store, applies
 pending migrations when ``TALLY_REPORTING_MIGRATE_ON_START`` is on (asking systemd for more start
-time meanwhile, since a long migration must not be killed by the unit's start timeout), and builds the one
-``IngestPipeline`` that the Reporting API, the collector's in-process sink and the reconciliation all
-write through, and the ``SyncService`` of the configured clouds. Building them here, once the store is
-open, keeps one instance of each for the life of the store.
+time meanwhile, since a long migration must not be killed by the unit's start timeout), and has the
+composition root (``tally.app``) build the one ``IngestPipeline`` that the Reporting API, the collector's
+in-process sink and the reconciliation all write through, and the ``SyncService`` of the configured
+clouds. Building them here, once the store is open, keeps one instance of each for the life of the store.
 
 Its readiness checks: ``store`` (the database answers and takes a write that changes nothing; failing
 longer than
 ``TALLY_REPORTING_UNHEALTHY_THRESHOLD_S`` also turns ``/healthz`` 503) and ``schema`` (not behind this build's
 migrations; with migrations off, ``/readyz`` stays 503 until an operator runs ``tally migrate up``).
+Both are probes run in the background every ``PROBE_EVERY_S`` (``Readiness``): ``/readyz`` answers
+from their last outcome, never waiting on the database itself.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from tally.actors import Resource
+from tally.actors import HeldResource
+from tally.app import pipeline_of, sync_service
 from tally.config import Settings
 from tally.http import CheckResult, Readiness
 from tally.ingest import IngestPipeline
@@ -37,7 +40,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STORE_CHECK_WAIT_S = 1.5  # within the readiness checks' 2 s
+PROBE_EVERY_S = 2.0
+PROBE_DEADLINE_S = 2.0
+STORE_CHECK_WAIT_S = 1.5  # within the probe's deadline, so that the detail says why it waited
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +61,11 @@ def _dialect(settings: Settings) -> str:
 @asynccontextmanager
 async def open_backbone(settings: Settings, notifier: Notifier | None = None) -> AsyncIterator[Backbone]:
     """Open the store (migrated when configured) and build the shared pipeline and sync service."""
-    async with open_store(settings.store_url, max_conns=settings.reporting_db_max_conns) as store:
+    async with open_store(
+        settings.store_url,
+        max_conns=settings.reporting_db_max_conns,
+        sync_lock_lease_s=settings.reporting_sync_lock_lease_s,
+    ) as store:
         if settings.reporting_migrate_on_start:
             async with anyio.create_task_group() as tg:
                 if notifier is not None:
@@ -80,28 +89,38 @@ async def open_backbone(settings: Settings, notifier: Notifier | None = None) ->
                 status.current,
                 status.latest,
             )
-        pipeline = IngestPipeline(store, require_size_schema=settings.ingest_require_size_schema)
+        pipeline = pipeline_of(store, settings)
         sync: SyncService | None = None
         if settings.reporting_clouds_config is not None:
-            from tally.reconcile import SyncService
-
-            sync = SyncService.from_settings(settings, store=store, pipeline=pipeline)
+            sync = sync_service(settings, store=store, pipeline=pipeline)
             await sync.restore_last_completed()
         yield Backbone(store, pipeline, sync)
 
 
 def backbone_resource(
     settings: Settings, readiness: Readiness, notifier: Notifier | None = None
-) -> Resource[Backbone]:
+) -> HeldResource[Backbone]:
     """The ``store`` child, with its ``store`` and ``schema`` readiness checks registered."""
-    backbone: Resource[Backbone] = Resource("store", lambda: open_backbone(settings, notifier))
+    opened: list[Backbone] = []
+
+    @asynccontextmanager
+    async def opened_backbone() -> AsyncIterator[Backbone]:
+        async with open_backbone(settings, notifier) as value:
+            opened[:] = [value]
+            try:
+                # The probes' first outcomes of the open store, before the front end serves them.
+                await readiness.refresh("store", "schema")
+                yield value
+            finally:
+                opened.clear()
+
+    backbone: HeldResource[Backbone] = HeldResource("store", opened_backbone)
     dialect = _dialect(settings)
 
     async def store_answers() -> CheckResult:
-        try:
-            store = backbone.value.store
-        except RuntimeError:
+        if not opened:
             return CheckResult(False, "the store is not open")
+        store = opened[0].store
         # A write that changes nothing: raises when the database does not answer or cannot write (a
         # read-only PostgreSQL, a full disk under SQLite). The wait for a pooled connection ends before
         # the check's own timeout, so that the detail says why (a server away, a busy pool).
@@ -110,12 +129,11 @@ def backbone_resource(
         return CheckResult(True, f"{dialect} answers and takes writes")
 
     async def schema_current() -> CheckResult:
-        try:
-            store = backbone.value.store
-        except RuntimeError:
+        if not opened:
             return CheckResult(False, "the store is not open")
-        # Under the store check's bound too: while the database is away /readyz answers within it,
-        # not at the checks' 2 s timeout.
+        store = opened[0].store
+        # Under the store check's bound too: while the database is away the probe ends with the
+        # reason the wait gives, not at its deadline.
         with connection_deadline(time.monotonic() + STORE_CHECK_WAIT_S):
             status = await store.schema_status()
         if status.behind:
@@ -136,8 +154,11 @@ def backbone_resource(
         clouds = await sync.readiness_check()
         return CheckResult(clouds.ready, clouds.detail, {"clouds": clouds.clouds})
 
-    readiness.register("store", store_answers, unhealthy_after_s=settings.reporting_unhealthy_threshold_s)
-    readiness.register("schema", schema_current)
+    probe = {"every_s": PROBE_EVERY_S, "deadline_s": PROBE_DEADLINE_S}
+    readiness.register(
+        "store", store_answers, unhealthy_after_s=settings.reporting_unhealthy_threshold_s, **probe
+    )
+    readiness.register("schema", schema_current, **probe)
     if settings.reporting_clouds_config is not None:
         readiness.register("clouds", clouds_config)
     return backbone

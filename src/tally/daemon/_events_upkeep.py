@@ -19,7 +19,7 @@ import logging
 import anyio
 from prometheus_client import Counter, Gauge
 
-from tally.actors import ActorContext, ChildSpec, Resource
+from tally.actors import ActorContext, ChildSpec, HeldResource
 from tally.config import Settings
 from tally.store import (
     RetentionPolicy,
@@ -88,7 +88,7 @@ async def retention_refusal_at_start(settings: Settings) -> str | None:
         return None
 
 
-async def keep_events_maintained(settings: Settings, backbone: Resource[Backbone]) -> None:
+async def keep_events_maintained(settings: Settings, backbone: HeldResource[Backbone]) -> None:
     """Run a round now and then every interval, until cancelled."""
     policy = policy_of(settings)
     while True:
@@ -104,7 +104,7 @@ async def keep_events_maintained(settings: Settings, backbone: Resource[Backbone
         await anyio.sleep(settings.events_maintenance_interval_s)
 
 
-def events_upkeep_child(settings: Settings, backbone: Resource[Backbone]) -> ChildSpec:
+def events_upkeep_child(settings: Settings, backbone: HeldResource[Backbone]) -> ChildSpec:
     async def run(ctx: ActorContext) -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(keep_events_maintained, settings, backbone)

@@ -14,6 +14,8 @@ import socket
 from collections.abc import Callable
 
 import anyio
+from prometheus_client import REGISTRY
+from prometheus_client.registry import Collector
 from quart import Quart
 
 from tally.actors import ActorContext, ChildSpec
@@ -21,6 +23,7 @@ from tally.config import Settings
 from tally.http import (
     Readiness,
     ReportingServices,
+    SyncRunner,
     create_reporting_app,
     health_blueprint,
     keystone_tokens,
@@ -39,23 +42,25 @@ def http_front_end(
     *,
     graceful_timeout_s: float,
     sock: socket.socket | None = None,
+    shared: bool = False,
 ) -> ChildSpec:
     """A supervisor child named ``http`` serving the app ``make_app()`` builds on ``host:port``: on
     ``sock`` (already listening there) the first time, which it then closes, so that a restart can
-    bind the port again on a socket of its own."""
+    bind the port again on a socket of its own; every time when ``shared`` (the HTTP workers accept
+    from it too, and the daemon closes it at its end)."""
     handed = [sock] if sock is not None else []
 
     async def run(ctx: ActorContext) -> None:
         app = make_app()
-        first = handed.pop() if handed else None
+        first = (handed[0] if shared else handed.pop()) if handed else None
         try:
             async with anyio.create_task_group() as tg:
-                await tg.start(_serve, app, host, port, graceful_timeout_s, first)
+                await tg.start(_serve, app, host, port, graceful_timeout_s, first, shared)
                 ctx.started()
                 await ctx.wait_stopping()
                 tg.cancel_scope.cancel()
         finally:
-            if first is not None:
+            if first is not None and not shared:
                 first.close()
 
     return ChildSpec("http", run)
@@ -68,17 +73,28 @@ def health_app(settings: Settings, readiness: Readiness) -> Quart:
     return app
 
 
-def reporting_app(settings: Settings, readiness: Readiness, backbone: Backbone) -> Quart:
-    """The Reporting API over the backbone, with the health endpoints on the same port."""
+def reporting_app(
+    settings: Settings,
+    readiness: Readiness,
+    backbone: Backbone,
+    sync_runner: SyncRunner | None,
+    *,
+    registry: Collector = REGISTRY,
+) -> Quart:
+    """The Reporting API over the backbone, with the health endpoints on the same port; its requested
+    syncs go to ``sync_runner`` (the schedulers' mailboxes; None: no cloud configured), ``/metrics``
+    answers ``registry``'s metrics."""
     services = ReportingServices(
         store=backbone.store,
         pipeline=backbone.pipeline,
         settings=settings,
-        sync_runner=backbone.sync,
+        sync_runner=sync_runner,
         keystone=keystone_tokens(settings),
     )
     app = create_reporting_app(services)
-    app.register_blueprint(health_blueprint(readiness, metrics_enabled=settings.metrics_enabled))
+    app.register_blueprint(
+        health_blueprint(readiness, metrics_enabled=settings.metrics_enabled, registry=registry)
+    )
     return app
 
 
@@ -88,9 +104,16 @@ async def _serve(
     port: int,
     graceful_timeout_s: float,
     sock: socket.socket | None,
+    shared: bool,
     *,
     task_status: anyio.abc.TaskStatus[int],
 ) -> None:
     await serve_quart(
-        app, host, port, graceful_timeout_s=graceful_timeout_s, sock=sock, task_status=task_status
+        app,
+        host,
+        port,
+        graceful_timeout_s=graceful_timeout_s,
+        sock=sock,
+        shared=shared and sock is not None,
+        task_status=task_status,
     )

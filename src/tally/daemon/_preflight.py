@@ -12,10 +12,11 @@ import errno
 import logging
 import socket
 
+from tally.app import http_sink_problem
 from tally.config import Settings
 from tally.store import UnsupportedStoreUrl, dialect_of
 
-from ._collector import amqp_url_problem, http_sink_problem
+from ._collector import amqp_url_problem
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,11 @@ def refusal(settings: Settings) -> str | None:
             dialect_of(settings.reporting_db_url.get_secret_value())
         except UnsupportedStoreUrl as exc:
             return f"TALLY_REPORTING_DB_URL: {exc}"
+    if settings.reporting_db_url is None and settings.reporting_http_workers > 1:
+        return (
+            f"TALLY_REPORTING_HTTP_WORKERS={settings.reporting_http_workers}: the embedded SQLite store "
+            "serves on one process; set 0 or 1, or TALLY_REPORTING_DB_URL (PostgreSQL)"
+        )
     if settings.osc_amqp_url is not None:
         problem = http_sink_problem(settings) or amqp_url_problem(settings)
         if problem is not None:

@@ -20,7 +20,7 @@ import anyio
 
 from tally.actors import Supervisor, SupervisorGaveUp
 from tally.config import Settings
-from tally.http import CheckResult, Readiness
+from tally.http import CheckResult, Readiness, listen_socket
 from tally.store import dialect_of
 
 from ._collector import broker_refusal
@@ -28,7 +28,7 @@ from ._events_upkeep import retention_refusal_at_start
 from ._notify import Notifier
 from ._preflight import refusal, warn_about
 from ._startup import StoreWait, schema_refusal, wait_for_store
-from ._tree import build_tree, needs_store
+from ._tree import build_tree, needs_store, serves_with_workers
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,16 @@ async def run_daemon(settings: Settings, *, notifier: Notifier | None = None) ->
             log.error("tally not starting: %s", problem)
             print(f"tally: {problem}", file=sys.stderr)
             return 2
-        return await _run_tree(settings, notifier, waited.sock)
+        # The HTTP workers accept from the front end's socket (``_workers``): it is opened here,
+        # before any of them, and kept across restarts of the front end.
+        sock = waited.sock
+        if sock is None and serves_with_workers(settings):
+            sock = listen_socket(settings.reporting_http_addr, settings.reporting_http_port)
+        try:
+            return await _run_tree(settings, notifier, sock)
+        finally:
+            if sock is not None and sock is not waited.sock:
+                sock.close()
     finally:
         if waited.sock is not None:
             waited.sock.close()
@@ -112,6 +121,9 @@ async def _run_tree(settings: Settings, notifier: Notifier, sock: socket.socket 
     )
     async with anyio.create_task_group() as tg:
         tg.start_soon(on_signals)
+        # The probes /readyz answers from (the store's and the outbox's writes): before the actors, so
+        # that a fault at start is named as soon as an actor registered its probe.
+        tg.start_soon(readiness.run)
         await tg.start(supervise)
         if supervisor.ready:
             notifier.notify("READY=1", "STATUS=running")

@@ -101,6 +101,7 @@ async def wait_for_store(
     readiness.register("store", store_check)
     deadline = time.monotonic() + bound_s
     outcome: str | None = None
+    # Handed to the HTTP workers (``_workers``) once the front end serves on it.
     sock = listen_socket(settings.reporting_http_addr, settings.reporting_http_port)
     async with anyio.create_task_group() as tg:
         await tg.start(

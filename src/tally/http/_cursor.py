@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from tally.core import InstantError, ResourceKey, format_instant, parse_instant
-from tally.store import Store
+from tally.store import CredentialsRole
 
 from ._problems import invalid
 
@@ -129,7 +129,7 @@ class CursorSeal:
 class CursorKeyring:
     """The seal of this deployment, its key read from the store on first use and kept."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: CredentialsRole) -> None:
         self._store = store
         self._seal: CursorSeal | None = None
 

@@ -13,12 +13,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from tally.core import ResourceRow, project_at
-from tally.store import ResourceFilter, Store
+from tally.store import EventsRole, ProjectionRole, ResourceFilter
 
 KEYS_PER_READ = 500
+
+
+class InventoryStore(ProjectionRole, EventsRole, Protocol):
+    """What an inventory at an instant reads: the projection's keys, then their histories."""
 
 
 def matches(row: ResourceRow, filters: ResourceFilter) -> bool:
@@ -53,7 +57,7 @@ def count_rows(
     return [{**dict(zip(group_by, values, strict=True)), "count": n} for values, n in sorted(counts.items())]
 
 
-async def rows_at(store: Store, at: datetime, filters: ResourceFilter) -> list[ResourceRow]:
+async def rows_at(store: InventoryStore, at: datetime, filters: ResourceFilter) -> list[ResourceRow]:
     """Every resource of ``filters``' cloud and type as it stood at ``at`` (the other filters are not
     applied: they hold for the row at ``at``, not for the row now)."""
     keys_of = ResourceFilter(cloud=filters.cloud, resource_type=filters.resource_type, status="all")
@@ -73,7 +77,7 @@ async def rows_at(store: Store, at: datetime, filters: ResourceFilter) -> list[R
 
 
 async def resource_stats_at(
-    store: Store, group_by: Sequence[str], at: datetime, filters: ResourceFilter
+    store: InventoryStore, group_by: Sequence[str], at: datetime, filters: ResourceFilter
 ) -> list[dict[str, Any]]:
     """``Store.resource_stats`` as it would have answered at ``at``."""
     return count_rows(await rows_at(store, at, filters), group_by, filters)

@@ -166,7 +166,7 @@ def build_openapi(operations: Iterable[Operation], *, title: str, version: str) 
                 "content": {"application/json": {"schema": op.raw_body_schema}},
             }
         paths.setdefault(op.path, {})[op.method.lower()] = entry
-    # Served by the daemon's health blueprint (tally.http._health) on the same app; no auth.
+    # Served by the daemon's health blueprint (tally.http._probes) on the same app; no auth.
     paths["/healthz"] = _probe("/healthz liveness", "application/json", problem)
     paths["/readyz"] = _probe(
         "/readyz readiness: 503 while the DB is down or the schema behind", "application/json", problem

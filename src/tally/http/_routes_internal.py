@@ -12,10 +12,11 @@ from typing import Any
 
 import anyio
 
+from tally.reconcile import SyncAlreadyRunning, SyncNotStarted, UnknownCloud
+
 from ._contract import Call, Reply, Router
 from ._models import RebuildAnswer, RebuildBody, SyncAnswer, SyncBody
 from ._problems import Problem
-from ._sync_runner import SyncAlreadyRunning, SyncNotStarted, UnknownCloud
 
 router = Router("internal")
 log = logging.getLogger(__name__)

@@ -10,18 +10,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-# The outcome and the refusals are the reconciliation's types (the arrows point from here to it);
-# re-exported from tally.http under their names of old.
-from tally.reconcile import RunnerOutcome as SyncOutcome
-from tally.reconcile import SyncAlreadyRunning as SyncAlreadyRunning
-from tally.reconcile import SyncNotStarted as SyncNotStarted
-from tally.reconcile import UnknownCloud as UnknownCloud
+# The outcome is the reconciliation's type (the arrows point from here to it), under its one name.
+from tally.reconcile import RunnerOutcome
 
-__all__ = ["SyncAlreadyRunning", "SyncNotStarted", "SyncOutcome", "SyncRunner", "UnknownCloud"]
+__all__ = ["SyncRunner"]
 
 
 class SyncRunner(Protocol):
-    async def run(self, cloud: str, at: datetime | None) -> SyncOutcome:
+    async def run(self, cloud: str, at: datetime | None) -> RunnerOutcome:
         """Run one sync of ``cloud`` at the told instant ``at`` (None: now) and return its outcome.
 
         Raises ``UnknownCloud``, ``SyncAlreadyRunning`` or ``SyncNotStarted``. Cancelling the call (the

@@ -14,11 +14,12 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Iterable
+from typing import Protocol
 
 import anyio
 
 from tally.core import KNOWN_EVENT_TYPES, KNOWN_STATES, OTHER, bounded
-from tally.store import BatchOutcome, Store
+from tally.store import BatchOutcome, CatalogRole, ProjectionRole
 
 from . import _metrics as metrics
 
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 class RegisteredTypes:
     """The registered (platform, resource_type) pairs, as label values."""
 
-    def __init__(self, store: Store, *, ttl_s: float = 30.0) -> None:
+    def __init__(self, store: CatalogRole, *, ttl_s: float = 30.0) -> None:
         self._store = store
         self._ttl_s = ttl_s
         self._pairs: frozenset[tuple[str, str]] = frozenset()
@@ -81,7 +82,11 @@ def count_outcome(outcome: BatchOutcome, types: RegisteredTypes) -> None:
         metrics.PROJECTION_REPLAYS.labels(cloud=cloud).inc(count)
 
 
-async def refresh_current_resources(store: Store) -> None:
+class GaugeStore(ProjectionRole, CatalogRole, Protocol):
+    """What the current resources gauge reads: the projection's counts, the registered types' labels."""
+
+
+async def refresh_current_resources(store: GaugeStore) -> None:
     """Set the tally_current_resources gauge from the store's grouped counts (stale label sets dropped)."""
     types = RegisteredTypes(store)
     await types.refresh_if_stale()
@@ -96,7 +101,7 @@ async def refresh_current_resources(store: Store) -> None:
         ).set(count)
 
 
-async def keep_current_resources_fresh(store: Store, every_s: float) -> None:
+async def keep_current_resources_fresh(store: GaugeStore, every_s: float) -> None:
     """Refresh the tally_current_resources gauge every ``every_s`` seconds until cancelled
     (``TALLY_REPORTING_METRICS_REFRESH_S``); a failed refresh is logged and retried next time."""
     while True:

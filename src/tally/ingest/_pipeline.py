@@ -21,12 +21,12 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
 from tally.core import Event, EventInvalid, ResourceKey, name_event_size, parse_event, utc_now
-from tally.store import AuditEntry, DeadLetter, ResourceType, SizeName, Store
+from tally.store import AuditEntry, CatalogRole, DeadLetter, IngestRole, ResourceType, SizeName
 
 from . import _metrics as metrics
 from ._counted import RegisteredTypes, count_outcome
@@ -61,7 +61,9 @@ class IngestScope:
 
 
 @dataclass(frozen=True, slots=True)
-class Rejection:
+class EventRejection:
+    """One item of a batch the pipeline refused: its index in the batch, its id if it had one, why."""
+
     index: int
     event_id: str | None
     reason: str
@@ -74,7 +76,7 @@ class Rejection:
 class IngestResult:
     accepted: int
     duplicates: int
-    rejected: list[Rejection] = field(default_factory=list)
+    rejected: list[EventRejection] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -126,7 +128,7 @@ def _refuse(refusals: _Refusals, index: int, item: object, reason: str, cloud: s
         raw = stored_raw(item)
     except Exception:  # the dead letter still says why, when the item cannot even be copied
         raw = {"not_stored": {"reason": "not readable"}}
-    refusals.rejected.append(Rejection(index, _event_id_of(item), reason))
+    refusals.rejected.append(EventRejection(index, _event_id_of(item), reason))
     refusals.dead.append(DeadLetter(reason=reason, raw=raw))
     metrics.EVENTS_REJECTED.labels(cloud=cloud, reason=reason.split(":", 1)[0]).inc()
 
@@ -160,7 +162,7 @@ class _Lookups:
 class _Refusals:
     """The refused items of one batch: the answer's entries, the dead letters and the audit rows."""
 
-    rejected: list[Rejection] = field(default_factory=list)
+    rejected: list[EventRejection] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
     audits: list[AuditEntry] = field(default_factory=list)
 
@@ -210,10 +212,16 @@ def _name_one(item: object, scope: IngestScope | None, named: _Named) -> None:
             pairs.add((platform, resource_type))
 
 
+class PipelineStore(IngestRole, CatalogRole, Protocol):
+    """What the pipeline uses: the batch it writes, and the catalog it checks and names sizes by."""
+
+
 class IngestPipeline:
     """Validate, name, check, deduplicate and fold a batch of wire events into the store."""
 
-    def __init__(self, store: Store, *, require_size_schema: bool, schema_ttl_s: float = 30.0) -> None:
+    def __init__(
+        self, store: PipelineStore, *, require_size_schema: bool, schema_ttl_s: float = 30.0
+    ) -> None:
         self._store = store
         self._require_size_schema = require_size_schema
         self._schemas = SchemaCache(store, ttl_s=schema_ttl_s)
@@ -321,7 +329,7 @@ class IngestPipeline:
             _refuse(refusals, index, item, exc.reason, label_cloud)
             return None
         if scope is not None and (event.platform, event.cloud) != (scope.platform, scope.cloud):
-            rejected.append(Rejection(index, event.event_id, "scope"))
+            rejected.append(EventRejection(index, event.event_id, "scope"))
             audits.append(
                 AuditEntry(
                     actor=scope.actor,

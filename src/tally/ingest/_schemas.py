@@ -30,7 +30,7 @@ from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
-from tally.store import ResourceType, Store
+from tally.store import CatalogRole, ResourceType
 
 _MAX_VERDICTS = 4096
 _MAX_PATTERNS = 1024
@@ -237,7 +237,7 @@ def size_error(validator: SizeValidator, size: Mapping[str, Any]) -> str | None:
 class SchemaCache:
     """Compiled validators per pair, and the verdicts on sizes already seen (flavors repeat endlessly)."""
 
-    def __init__(self, store: Store, *, ttl_s: float = 30.0) -> None:
+    def __init__(self, store: CatalogRole, *, ttl_s: float = 30.0) -> None:
         self._store = store
         self._ttl_s = ttl_s
         self._entries: dict[tuple[str, str], tuple[float, SizeValidator | None]] = {}

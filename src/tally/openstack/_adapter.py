@@ -7,7 +7,7 @@
    listing, naming the entry: only nova refuses a lesser account loudly, and the
    other services would answer it with a narrowed listing that reads as complete.
 3. Read nova's version document and negotiate the microversion (2.47 when the
-   cloud has it: the flavor comes embedded in each server).
+   cloud has it: the flavor comes embedded in each server), once per catalog of the grant.
 4. Concurrently, each read to its end: live servers, soft-deleted servers (restorable,
    so observed alive, in state soft_deleted), deleted servers (only with
    a window; each with its launch and flavor, which book a whole life the bus
@@ -29,7 +29,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx
@@ -67,6 +67,8 @@ from ._listing import UNTIL_EMPTY, ListingFailed, get_json, list_all, under
 from ._settings import AdapterConfigError, OpenStackSettings, parse_adapter_config
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 EMBEDDED_FLAVOR = (2, 47)
 LISTING_OF = {"instance": "server", "volume": "volume", "floating_ip": "floating_ip", "image": "image"}
@@ -141,9 +143,9 @@ class OpenStackAdapter:
         grant = await GRANTS.grant(settings.os_cloud)
         async with run_client(grant) as client:
             compute = await self._probe(client, grant, grant.cloud)
-            microversion = await self._negotiate(client, compute)
+            microversion = await self._negotiate(client, grant, compute)
             progress.end("server")
-            return await self._enumerate(client, grant, compute, microversion, settings, request)
+            return await _Enumeration(client, grant, compute, microversion, request).run(settings)
 
     async def _probe(self, client: httpx.AsyncClient, grant: Grant, cloud: ResolvedCloud) -> str:
         refused = f'the clouds.yaml entry "{cloud.entry}" cannot observe the whole cloud'
@@ -154,186 +156,20 @@ class OpenStackAdapter:
             raise RunAborted(f"{refused}: {exc}") from exc
         return compute
 
-    async def _negotiate(self, client: httpx.AsyncClient, compute: str) -> tuple[int, int] | None:
+    async def _negotiate(
+        self, client: httpx.AsyncClient, grant: Grant, compute: str
+    ) -> tuple[int, int] | None:
+        """The microversion of ``compute``: negotiated once per catalog of the grant; a document that
+        could not be read (2.1 for this run) is asked for again at the next."""
+        if compute in grant.microversions:
+            return grant.microversions[compute]
         try:
-            return negotiate_microversion(await get_json(client, compute + "/"))
+            microversion = negotiate_microversion(await get_json(client, compute + "/"))
         except (ListingFailed, ValueError) as exc:
             log.warning("compute version document unreadable, using 2.1 reason=%s", exc)
             return None
-
-    async def _enumerate(
-        self,
-        client: httpx.AsyncClient,
-        grant: Grant,
-        compute: str,
-        microversion: tuple[int, int] | None,
-        settings: OpenStackSettings,
-        request: ObserveRequest,
-    ) -> Observation:
-        out = _Collected()
-        progress = request.progress
-        flavors_embedded = microversion is not None and microversion >= EMBEDDED_FLAVOR
-        # Only nova is told the microversion: the header names compute, and the other APIs have their own.
-        nova: dict[str, str] = {}
-        if microversion is not None:
-            value = f"{microversion[0]}.{microversion[1]}"
-            nova = {"OpenStack-API-Version": f"compute {value}", "X-OpenStack-Nova-API-Version": value}
-        flavors: dict[str, Mapping[str, Any]] | None = None
-        servers: list[Mapping[str, Any]] = []
-        deleted: list[Mapping[str, Any]] = []
-
-        async def guarded(resource_type: str, listing: str, work: Callable[[], Awaitable[None]]) -> None:
-            progress.begin(listing)
-            try:
-                await work()
-            except (ListingFailed, EndpointMissing, ListingInvalid, RunAborted) as exc:
-                # RunAborted: keystone refused the new token a 401 asked for. The types already listed
-                # stand; this one is incomplete, as for any failure of its listing.
-                out.fail(resource_type, listing, exc)
-            # Not on cancellation: a listing the budget cut off stays in the record the error is written from.
-            progress.end(listing)
-
-        async def live_servers(
-            params: Mapping[str, str], wanted: Callable[[Mapping[str, Any]], bool] = lambda _: True
-        ) -> None:
-            # ``wanted`` guards a filter the service might not apply: a deleted server is never live.
-            if flavors_embedded:
-                out.resources.extend(
-                    await list_all(
-                        client,
-                        compute + "/servers/detail",
-                        key="servers",
-                        links_key="servers_links",
-                        convert=lambda d: observe_server(d, None) if wanted(d) else None,
-                        params=params,
-                        headers=nova,
-                    )
-                )
-                return
-            # Kept raw until the flavors are known: below 2.47 a server names its flavor by id only.
-            servers.extend(
-                await list_all(
-                    client,
-                    compute + "/servers/detail",
-                    key="servers",
-                    links_key="servers_links",
-                    convert=lambda d: d if wanted(d) else None,
-                    params=params,
-                    headers=nova,
-                )
-            )
-
-        async def deleted_servers() -> None:
-            assert request.deleted_since is not None
-            params = {
-                "all_tenants": "1",
-                "deleted": "true",
-                "changes-since": format_instant(request.deleted_since),
-            }
-            # Kept raw until the flavors are known, as the live servers are: a whole life is booked
-            # with the flavor the server ended with. A soft-deleted one is not gone: the listing of
-            # every soft-deleted server observes it.
-            deleted.extend(
-                await list_all(
-                    client,
-                    compute + "/servers/detail",
-                    key="servers",
-                    links_key="servers_links",
-                    convert=lambda d: None if is_soft_deleted(d) else d,
-                    params=params,
-                    headers=nova,
-                )
-            )
-
-        async def flavor_catalog() -> None:
-            nonlocal flavors
-            listed = await list_all(
-                client,
-                compute + "/flavors/detail",
-                key="flavors",
-                links_key="flavors_links",
-                convert=lambda d: d,
-                params={"is_public": "None"},
-                headers=nova,
-            )
-            flavors = {str(f["id"]): f for f in listed}
-
-        async def volumes() -> None:
-            url = grant.endpoint("block-storage") + "/volumes/detail"
-            out.resources.extend(
-                await list_all(
-                    client,
-                    url,
-                    key="volumes",
-                    links_key="volumes_links",
-                    convert=observe_volume,
-                    params={"all_tenants": "1"},
-                )
-            )
-
-        async def floating_ips() -> None:
-            url = under(grant.endpoint("network"), "/floatingips", "/v2.0")
-            out.resources.extend(
-                await list_all(
-                    client, url, key="floatingips", links_key="floatingips_links", convert=observe_floating_ip
-                )
-            )
-
-        async def images() -> None:
-            url = under(grant.endpoint("image"), "/images", "/v2")
-            seen: dict[str, ObservedResource] = {}
-            # Hidden images are left out of a listing unless asked for; they exist all the same.
-            for params in ({"visibility": "all"}, {"visibility": "all", "os_hidden": "true"}):
-                for image in await list_all(
-                    client, url, key="images", links_key=None, convert=observe_image, params=params
-                ):
-                    seen[image.resource_id] = image
-            out.resources.extend(seen.values())
-
-        async def loadbalancers() -> None:
-            url = under(grant.endpoint("load-balancer"), "/lbaas/loadbalancers", "/v2")
-            out.resources.extend(
-                await list_all(
-                    client,
-                    url,
-                    key="loadbalancers",
-                    links_key="loadbalancers_links",
-                    convert=observe_loadbalancer,
-                )
-            )
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(guarded, "instance", "server", functools.partial(live_servers, LIVE))
-            tg.start_soon(
-                guarded, "instance", "server", functools.partial(live_servers, SOFT_DELETED, is_soft_deleted)
-            )
-            if request.deleted_since is not None:
-                tg.start_soon(guarded, "instance", "server", deleted_servers)
-            if not flavors_embedded:
-                tg.start_soon(guarded, "instance", "flavor", flavor_catalog)
-            for resource_type, listing in (
-                ("volume", volumes),
-                ("floating_ip", floating_ips),
-                ("image", images),
-                ("loadbalancer", loadbalancers),
-            ):
-                if resource_type in settings.resource_types:
-                    tg.start_soon(guarded, resource_type, resource_type, listing)
-
-        # Below 2.47 with the flavor listing refused, flavors stays None: servers are observed without sizes.
-        for doc in servers:
-            out.resources.append(observe_server(doc, flavors))
-        try:
-            out.deleted.extend([observe_deleted_server(doc, flavors) for doc in deleted])
-        except ListingInvalid as exc:
-            out.fail("instance", "server", exc)
-        return Observation(
-            resources=tuple(out.resources),
-            deleted=tuple(out.deleted),
-            enumerated_types=settings.resource_types,
-            incomplete_types=frozenset(out.incomplete),
-            errors=tuple(out.errors),
-        )
+        grant.microversions[compute] = microversion
+        return microversion
 
     async def list_size_names(self, progress: Progress) -> list[SizeNameEntry]:
         settings = self._settings()
@@ -362,3 +198,185 @@ class OpenStackAdapter:
                     raise SizeNamesFailed(f"listing the volume types: {exc}") from exc
         finally:
             progress.end("volume_type")
+
+
+def _nova_headers(microversion: tuple[int, int] | None) -> dict[str, str]:
+    """Only nova is told the microversion: the header names compute, and the other APIs have their own."""
+    if microversion is None:
+        return {}
+    value = f"{microversion[0]}.{microversion[1]}"
+    return {"OpenStack-API-Version": f"compute {value}", "X-OpenStack-Nova-API-Version": value}
+
+
+class _Enumeration:
+    """Step 4 of one run: each listing to its end, concurrently, into what they share."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        grant: Grant,
+        compute: str,
+        microversion: tuple[int, int] | None,
+        request: ObserveRequest,
+    ) -> None:
+        self.client = client
+        self.grant = grant
+        self.compute = compute
+        self.request = request
+        self.progress = request.progress
+        self.flavors_embedded = microversion is not None and microversion >= EMBEDDED_FLAVOR
+        self.nova = _nova_headers(microversion)
+        self.out = _Collected()
+        self.flavors: dict[str, Mapping[str, Any]] | None = None
+        self.servers: list[Mapping[str, Any]] = []
+        self.deleted: list[Mapping[str, Any]] = []
+
+    async def run(self, settings: OpenStackSettings) -> Observation:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.guarded, "instance", "server", functools.partial(self.live_servers, LIVE))
+            tg.start_soon(
+                self.guarded,
+                "instance",
+                "server",
+                functools.partial(self.live_servers, SOFT_DELETED, is_soft_deleted),
+            )
+            if self.request.deleted_since is not None:
+                tg.start_soon(self.guarded, "instance", "server", self.deleted_servers)
+            if not self.flavors_embedded:
+                tg.start_soon(self.guarded, "instance", "flavor", self.flavor_catalog)
+            for resource_type, listing in (
+                ("volume", self.volumes),
+                ("floating_ip", self.floating_ips),
+                ("image", self.images),
+                ("loadbalancer", self.loadbalancers),
+            ):
+                if resource_type in settings.resource_types:
+                    tg.start_soon(self.guarded, resource_type, resource_type, listing)
+        return self.observation(settings)
+
+    def observation(self, settings: OpenStackSettings) -> Observation:
+        """The servers kept raw, observed now the flavors are known, with everything else listed."""
+        out = self.out
+        # Below 2.47 with the flavor listing refused, flavors stays None: servers are observed without sizes.
+        for doc in self.servers:
+            out.resources.append(observe_server(doc, self.flavors))
+        try:
+            out.deleted.extend([observe_deleted_server(doc, self.flavors) for doc in self.deleted])
+        except ListingInvalid as exc:
+            out.fail("instance", "server", exc)
+        return Observation(
+            resources=tuple(out.resources),
+            deleted=tuple(out.deleted),
+            enumerated_types=settings.resource_types,
+            incomplete_types=frozenset(out.incomplete),
+            errors=tuple(out.errors),
+        )
+
+    async def guarded(self, resource_type: str, listing: str, work: Callable[[], Awaitable[None]]) -> None:
+        self.progress.begin(listing)
+        try:
+            await work()
+        except (ListingFailed, EndpointMissing, ListingInvalid, RunAborted) as exc:
+            # RunAborted: keystone refused the new token a 401 asked for. The types already listed
+            # stand; this one is incomplete, as for any failure of its listing.
+            self.out.fail(resource_type, listing, exc)
+        # Not on cancellation: a listing the budget cut off stays in the record the error is written from.
+        self.progress.end(listing)
+
+    async def live_servers(
+        self, params: Mapping[str, str], wanted: Callable[[Mapping[str, Any]], bool] = lambda _: True
+    ) -> None:
+        # ``wanted`` guards a filter the service might not apply: a deleted server is never live.
+        if self.flavors_embedded:
+            self.out.resources.extend(
+                await self.server_details(params, lambda d: observe_server(d, None) if wanted(d) else None)
+            )
+            return
+        # Kept raw until the flavors are known: below 2.47 a server names its flavor by id only.
+        self.servers.extend(await self.server_details(params, lambda d: d if wanted(d) else None))
+
+    async def deleted_servers(self) -> None:
+        assert self.request.deleted_since is not None
+        params = {
+            "all_tenants": "1",
+            "deleted": "true",
+            "changes-since": format_instant(self.request.deleted_since),
+        }
+        # Kept raw until the flavors are known, as the live servers are: a whole life is booked
+        # with the flavor the server ended with. A soft-deleted one is not gone: the listing of
+        # every soft-deleted server observes it.
+        self.deleted.extend(await self.server_details(params, lambda d: None if is_soft_deleted(d) else d))
+
+    async def server_details(
+        self, params: Mapping[str, str], convert: Callable[[Mapping[str, Any]], _T | None]
+    ) -> list[_T]:
+        """Nova's ``/servers/detail`` with ``params``, every page, each server through ``convert``."""
+        return await list_all(
+            self.client,
+            self.compute + "/servers/detail",
+            key="servers",
+            links_key="servers_links",
+            convert=convert,
+            params=params,
+            headers=self.nova,
+        )
+
+    async def flavor_catalog(self) -> None:
+        listed = await list_all(
+            self.client,
+            self.compute + "/flavors/detail",
+            key="flavors",
+            links_key="flavors_links",
+            convert=lambda d: d,
+            params={"is_public": "None"},
+            headers=self.nova,
+        )
+        self.flavors = {str(f["id"]): f for f in listed}
+
+    async def volumes(self) -> None:
+        url = self.grant.endpoint("block-storage") + "/volumes/detail"
+        self.out.resources.extend(
+            await list_all(
+                self.client,
+                url,
+                key="volumes",
+                links_key="volumes_links",
+                convert=observe_volume,
+                params={"all_tenants": "1"},
+            )
+        )
+
+    async def floating_ips(self) -> None:
+        url = under(self.grant.endpoint("network"), "/floatingips", "/v2.0")
+        self.out.resources.extend(
+            await list_all(
+                self.client,
+                url,
+                key="floatingips",
+                links_key="floatingips_links",
+                convert=observe_floating_ip,
+            )
+        )
+
+    async def images(self) -> None:
+        url = under(self.grant.endpoint("image"), "/images", "/v2")
+        seen: dict[str, ObservedResource] = {}
+        # Hidden images are left out of a listing unless asked for; they exist all the same.
+        for params in ({"visibility": "all"}, {"visibility": "all", "os_hidden": "true"}):
+            for image in await list_all(
+                self.client, url, key="images", links_key=None, convert=observe_image, params=params
+            ):
+                seen[image.resource_id] = image
+        self.out.resources.extend(seen.values())
+
+    async def loadbalancers(self) -> None:
+        url = under(self.grant.endpoint("load-balancer"), "/lbaas/loadbalancers", "/v2")
+        self.out.resources.extend(
+            await list_all(
+                self.client,
+                url,
+                key="loadbalancers",
+                links_key="loadbalancers_links",
+                convert=observe_loadbalancer,
+            )
+        )

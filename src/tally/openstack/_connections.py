@@ -6,7 +6,8 @@ Inside one, a grant's client is kept until the scope ends, so runs that follow e
 second (a simulated month syncs hundreds of times) send on the connections of the run before instead
 of opening about ten a run. A kept connection idle longer than ``KEEPALIVE_S`` is dropped rather than
 reused, well inside the shortest keep-alive a server is likely to have (gunicorn's 2 s), so a request
-never meets a connection the server is closing.
+never meets a connection the server is closing. A scope opened with a ``transport`` sends every kept
+client's requests through it instead (a simulated month hands its fake cloud's app in-process).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -21,19 +23,27 @@ from ._keystone import Grant, listing_client
 
 KEEPALIVE_S = 1.0
 
-_KEPT: ContextVar[dict[Grant, httpx.AsyncClient] | None] = ContextVar("tally_openstack_kept", default=None)
+
+@dataclass
+class _Kept:
+    clients: dict[Grant, httpx.AsyncClient] = field(default_factory=dict)
+    transport: httpx.AsyncBaseTransport | None = None
+
+
+_KEPT: ContextVar[_Kept | None] = ContextVar("tally_openstack_kept", default=None)
 
 
 @contextlib.asynccontextmanager
-async def kept_connections() -> AsyncIterator[None]:
-    """Keep each grant's listing client across the runs inside the block; close them all at its end."""
-    kept: dict[Grant, httpx.AsyncClient] = {}
+async def kept_connections(transport: httpx.AsyncBaseTransport | None = None) -> AsyncIterator[None]:
+    """Keep each grant's listing client across the runs inside the block; close them all at its end.
+    With ``transport``, the kept clients send through it."""
+    kept = _Kept(transport=transport)
     token = _KEPT.set(kept)
     try:
         yield
     finally:
         _KEPT.reset(token)
-        for client in kept.values():
+        for client in kept.clients.values():
             await client.aclose()
 
 
@@ -45,6 +55,6 @@ async def run_client(grant: Grant) -> AsyncIterator[httpx.AsyncClient]:
         async with listing_client(grant) as client:
             yield client
         return
-    if grant not in kept:
-        kept[grant] = listing_client(grant, keepalive_s=KEEPALIVE_S)
-    yield kept[grant]
+    if grant not in kept.clients:
+        kept.clients[grant] = listing_client(grant, keepalive_s=KEEPALIVE_S, transport=kept.transport)
+    yield kept.clients[grant]

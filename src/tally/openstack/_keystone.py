@@ -66,6 +66,9 @@ class Grant:
         # service -> URL, or None for a catalog without it; a catalog look-up costs milliseconds
         # (keystoneauth1 normalises a deep copy of the catalog on each), and a run makes six.
         self._endpoints: dict[str, str | None] = {}
+        # compute URL -> the microversion negotiated from its version document, read once per catalog
+        # like the endpoints: a run made that request each time for the same answer.
+        self.microversions: dict[str, tuple[int, int] | None] = {}
         self._lock = anyio.Lock()
 
     def _fetch_blocking(self, timeout_s: float, *, fresh: bool) -> None:
@@ -82,6 +85,7 @@ class Grant:
                 if access.service_catalog is not self._catalog:
                     self._catalog = access.service_catalog
                     self._endpoints = {}
+                    self.microversions = {}
             else:
                 # A plugin that is no identity plugin (admin_token, none, http_basic) has no catalog:
                 # the endpoints come from the *_endpoint_override settings.
@@ -195,9 +199,12 @@ class KeystoneToken(httpx.Auth):
             yield request
 
 
-def listing_client(grant: Grant, *, keepalive_s: float | None = None) -> httpx.AsyncClient:
+def listing_client(
+    grant: Grant, *, keepalive_s: float | None = None, transport: httpx.AsyncBaseTransport | None = None
+) -> httpx.AsyncClient:
     """The httpx client of a run's listings: the grant's token and TLS trust (timeouts: per request);
-    ``keepalive_s``: how long an idle connection may be reused (httpx's 5 s by default)."""
+    ``keepalive_s``: how long an idle connection may be reused (httpx's 5 s by default); ``transport``:
+    what sends the requests instead of httpx's connection pool (a simulated cloud's app in-process)."""
     limits = httpx.Limits(
         # httpx's own pool sizes.
         max_connections=100,
@@ -205,5 +212,9 @@ def listing_client(grant: Grant, *, keepalive_s: float | None = None) -> httpx.A
         keepalive_expiry=5.0 if keepalive_s is None else keepalive_s,
     )
     return httpx.AsyncClient(
-        auth=KeystoneToken(grant), verify=grant.tls, headers={"Accept": "application/json"}, limits=limits
+        auth=KeystoneToken(grant),
+        verify=grant.tls,
+        headers={"Accept": "application/json"},
+        limits=limits,
+        transport=transport,
     )

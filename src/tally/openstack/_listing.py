@@ -4,7 +4,10 @@ Every OpenStack listing pages by ``marker`` (the id of the last item seen). The
 next request is rebuilt from the original query plus that marker rather than
 taken from the service's link, because link hosts and schemes are wrong behind
 proxies and octavia drops filters from its links. A page is converted item by
-item as it arrives, so a 100,000-item listing never holds its raw JSON at once.
+item as it arrives, so a 100,000-item listing never holds its raw JSON at once;
+the next page is asked for before the conversion starts (its marker is the page's
+last id), so the service serves it while this one is converted. A listing thus
+holds at most two pages and has one request in flight at a time, as before.
 
 Each request may wait for its answer as long as the run's budget has left (the
 enclosing cancel scope's deadline), so a slow page is waited for and a budget
@@ -18,11 +21,14 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 import httpx
 import orjson
 
 T = TypeVar("T")
 PAGE_LIMIT = 1000
+# Items converted between two checkpoints of a page's conversion (see ``list_all``).
+CONVERT_SLICE = 100
 # The links key of a listing that sends no next link (cinder's volume types): paged until a page is empty.
 UNTIL_EMPTY = "<until empty>"
 MAX_REASON = 300
@@ -76,7 +82,13 @@ async def get_json(
 ) -> Any:
     """One GET answered 2xx with a JSON body; anything else raises ``ListingFailed``."""
     try:
-        response = await client.get(url, params=params, headers=headers, timeout=request_timeout())
+        try:
+            response = await client.get(url, params=params, headers=headers, timeout=request_timeout())
+        except httpx.RemoteProtocolError:
+            # The service closed a kept-alive connection as this request reused it (a proxy's or the
+            # server's idle timeout, met on a busy host): the GET is idempotent, so it is asked once
+            # more, on a new connection.
+            response = await client.get(url, params=params, headers=headers, timeout=request_timeout())
     except httpx.HTTPError as exc:
         raise ListingFailed(f"GET {url}: {type(exc).__name__}: {exc}") from exc
     if not response.is_success:
@@ -97,6 +109,36 @@ def _has_next(body: Mapping[str, Any], links_key: str | None) -> bool:
     return any(isinstance(link, Mapping) and link.get("rel") == "next" for link in links)
 
 
+class _NextPage:
+    """The next page of a listing, asked for while the current one is converted: its body, or the
+    exception its request raised (raised again where it is awaited, never inside the task group)."""
+
+    def __init__(self) -> None:
+        self._done = anyio.Event()
+        self._body: Any = None
+        self._failure: Exception | None = None
+
+    async def fetch(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str] | None,
+    ) -> None:
+        try:
+            self._body = await get_json(client, url, query, headers)
+        except Exception as exc:  # handed to the listing, which raises it as the page's own failure
+            self._failure = exc
+        finally:
+            self._done.set()
+
+    async def body(self) -> Any:
+        await self._done.wait()
+        if self._failure is not None:
+            raise self._failure
+        return self._body
+
+
 async def list_all(
     client: httpx.AsyncClient,
     url: str,
@@ -111,19 +153,39 @@ async def list_all(
     query = dict(params or {})
     query["limit"] = str(PAGE_LIMIT)
     out: list[T] = []
-    while True:
-        body = await get_json(client, url, query, headers)
-        if not isinstance(body, Mapping) or not isinstance(body.get(key), list):
-            raise ListingFailed(f"GET {url}: the answer has no {key} list")
-        items = body[key]
-        for item in items:
-            converted = convert(item)
-            if converted is not None:
-                out.append(converted)
-        if not items or not _has_next(body, links_key):
-            return out
-        marker = str(items[-1]["id"])
-        if marker == query.get("marker"):
-            # A service that ignores the marker answers the same page forever: refuse, never loop.
-            raise ListingFailed(f"GET {url}: the page after marker {marker} ends at {marker} again")
-        query["marker"] = marker
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        try:
+            body = await get_json(client, url, query, headers)
+            while True:
+                if not isinstance(body, Mapping) or not isinstance(body.get(key), list):
+                    raise ListingFailed(f"GET {url}: the answer has no {key} list")
+                items = body[key]
+                following: _NextPage | None = None
+                if items and _has_next(body, links_key):
+                    marker = str(items[-1]["id"])
+                    if marker == query.get("marker"):
+                        # A service that ignores the marker answers the same page forever: refuse, never loop.
+                        raise ListingFailed(
+                            f"GET {url}: the page after marker {marker} ends at {marker} again"
+                        )
+                    query["marker"] = marker
+                    following = _NextPage()
+                    tg.start_soon(following.fetch, client, url, dict(query), headers)
+                for start in range(0, len(items), CONVERT_SLICE):
+                    # A checkpoint between slices lets the next page's request go out (and its answer
+                    # come in) while this one is converted.
+                    await anyio.lowlevel.checkpoint()
+                    for item in items[start : start + CONVERT_SLICE]:
+                        converted = convert(item)
+                        if converted is not None:
+                            out.append(converted)
+                if following is None:
+                    break
+                body = await following.body()
+        except Exception as exc:  # raised below as itself: the task group would wrap it in a group
+            failure = exc
+            tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return out

@@ -46,7 +46,8 @@ def tls_context(
 
 @functools.lru_cache(maxsize=8)
 def _context(cafile: str | None, cert: str | tuple[str, ...] | None) -> ssl.SSLContext:
-    # Built once per value: loading a CA bundle costs ~0.1 s, and every run builds one.
+    # Built once per value: loading a CA bundle is costly (docs/benchmarks.md, section "sync"), and
+    # every run builds one.
     try:
         if cafile is None:
             context = ssl.create_default_context()

@@ -6,36 +6,26 @@
 ingest pipeline).
 """
 
+from ._metrics import WARNINGS_SUPPRESSED as WARNINGS_SUPPRESSED
 from ._outbox import DeadLetterRow as DeadLetterRow
 from ._outbox import Outbox as Outbox
-from ._outbox import OutboxRow as OutboxRow
-from ._outbox import OutboxStatistics as OutboxStatistics
 from ._outbox import open_outbox as open_outbox
 from ._sender import Sender as Sender
-from ._sender import SenderStatistics as SenderStatistics
-from ._sink import DeliveryResult as DeliveryResult
-from ._sink import DeliveryStatus as DeliveryStatus
 from ._sink import EventSink as EventSink
 from ._sink import HttpSink as HttpSink
 from ._sink import IngestSink as IngestSink
-from ._sink import Refusal as Refusal
 from ._sink import SinkConfigError as SinkConfigError
 from ._write_fault import OutboxWriteError as OutboxWriteError
 
 __all__ = [
+    "WARNINGS_SUPPRESSED",
     "DeadLetterRow",
-    "DeliveryResult",
-    "DeliveryStatus",
     "EventSink",
     "HttpSink",
     "IngestSink",
     "Outbox",
-    "OutboxRow",
-    "OutboxStatistics",
     "OutboxWriteError",
-    "Refusal",
     "Sender",
-    "SenderStatistics",
     "SinkConfigError",
     "open_outbox",
 ]

@@ -25,6 +25,14 @@ for _outcome in ("accepted", "duplicate", "refused"):
 LAST_ACCEPTED = Gauge(
     "tally_collector_last_accepted_batch_timestamp_seconds", "Unix time of the last batch the sink accepted."
 )
+# Here, beside the sender's, because the collector (which imports this package) counts its own too.
+WARNINGS_SUPPRESSED = Counter(
+    "tally_collector_warnings_suppressed_total",
+    "Warnings about bad messages left out of the log by its rate limit (10 a minute of each kind), by kind.",
+    ["kind"],
+)
+for _kind in ("unparseable", "owner_missing", "refused"):
+    WARNINGS_SUPPRESSED.labels(_kind)
 BATCH_SIZE = Gauge(
     "tally_collector_batch_size", "The sender's current batch size (halved on 413, grows back)."
 )
@@ -44,8 +52,8 @@ WRITE_FAILING = Gauge(
 WRITE_ERRORS = Counter(
     "tally_collector_outbox_write_errors_total",
     "Outbox writes that could not commit, by reason (disk_full, read_only, io_error, cannot_open, "
-    "locked, permission, other).",
+    "locked, permission, lost, other).",
     ["reason"],
 )
-for _reason in ("disk_full", "read_only", "io_error", "cannot_open", "locked", "permission", "other"):
+for _reason in ("disk_full", "read_only", "io_error", "cannot_open", "locked", "permission", "lost", "other"):
     WRITE_ERRORS.labels(_reason)

@@ -4,7 +4,7 @@ A row is an event the consumer has committed and the sink has not accepted
 yet. ``event_id`` is unique, so a redelivered notification adds no second row
 (``INSERT OR IGNORE``). Writes come in groups: the consumer hands over what it
 has in hand and acks those deliveries once ``add`` returned, which is what
-makes thousands of notifications per second possible on one fsync-bound file.
+lets one fsync-bound file keep up with the bus (docs/benchmarks.md, section "collector").
 
 One connection serves both the consumer and the sender; a lock keeps each
 write transaction whole, because sqlite3's implicit transactions would
@@ -17,14 +17,21 @@ the outbox by ``tally collector replay``. That command may run in another
 process while the collector runs: ``refresh`` (the sender calls it every flush
 interval) counts the rows it put back.
 
+Every commit that adds rows (``add``, ``replay``, a ``refresh`` that finds more) drops a notice in the
+mailbox of the one actor that asked for them (``tell_commits``: the sender), so that it delivers at
+once instead of looking on a timer. The mailbox holds one notice: one pending says "rows were
+committed since you last looked", however many commits there were.
+
 A write that cannot commit (a full disk, a read-only file) is rolled back and
 raised as ``OutboxWriteError``; ``write_problem`` names it until a write
-commits again (``_write_fault``).
+commits again (``_write_fault``). A file deleted or replaced under the process is found before the
+consumer's writes and the probe's (``_lost_file``): written back when it can be, else the same error.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Collection, Sequence
@@ -35,10 +42,14 @@ from pathlib import Path
 import aiosqlite
 import anyio
 
+from tally.actors import Mailbox
 from tally.config import prepare_state_file
 
 from . import _metrics
+from ._lost_file import identity, mendable, write_back
 from ._write_fault import OutboxWriteError, WriteFaults, classify
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
@@ -93,11 +104,13 @@ class Outbox:
         self._db = db
         self._lock = anyio.Lock()
         self._faults = WriteFaults(path)
+        self._opened = identity(path)  # the file SQLite opened, told from what its path names later
         # Invariant: equals SELECT COUNT(*) FROM outbox after every committed write of this process
         # and after every refresh (rows another process put back are counted from then on).
         self._depth = depth
         self._oldest = oldest
         self._changed = anyio.Event()
+        self._commits: Mailbox[None] | None = None
         _metrics.DEPTH.set(depth)
         _metrics.DEAD_LETTERS.set(dead)
         _metrics.OLDEST_AGE.set_function(self._oldest_age)
@@ -122,7 +135,7 @@ class Outbox:
         if last is not None and time.monotonic() - last < fresh_s:
             return self._faults.problem
         with contextlib.suppress(OutboxWriteError):
-            async with self._writing() as db:
+            async with self._writing(own_file=True) as db:
                 cursor = await db.execute("PRAGMA user_version")
                 found = await cursor.fetchone()
                 await db.execute(f"PRAGMA user_version = {int(found[0]) if found else 0}")
@@ -130,10 +143,17 @@ class Outbox:
         return self._faults.problem
 
     @asynccontextmanager
-    async def _writing(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _writing(self, *, own_file: bool = False) -> AsyncIterator[aiosqlite.Connection]:
         """One write transaction under the lock: committed by the caller, rolled back on a storage
-        fault, which is raised as ``OutboxWriteError`` and recorded."""
+        fault, which is raised as ``OutboxWriteError`` and recorded. ``own_file``: first make sure
+        the path still names the file written (what an ack waits on must outlive the process)."""
         async with self._lock:
+            if own_file:
+                try:
+                    await self._keep_file()
+                except OutboxWriteError as lost:
+                    self._faults.failed(lost)
+                    raise
             try:
                 yield self._db
             except sqlite3.OperationalError as exc:
@@ -142,7 +162,30 @@ class Outbox:
                     await self._roll_back()
                 self._faults.failed(error)
                 raise error from exc
-        self._faults.succeeded()
+        if own_file:
+            # Only a write that found its file at the path tells that the outbox writes again: the
+            # sender's deletes commit into an unlinked file as well while the directory is gone.
+            self._faults.succeeded()
+
+    async def _keep_file(self) -> None:
+        """Write the open database back to its path if the file was deleted (``_lost_file``)."""
+        if not mendable(self._faults.path, self._opened):
+            return
+        with anyio.CancelScope(shield=True):  # the old connection is closed only once replaced
+            restored, self._opened = await write_back(self._db, self._faults.path)
+            old, self._db = self._db, restored
+            await _configure(restored)
+            with contextlib.suppress(sqlite3.Error):
+                await old.close()
+        log.warning(
+            "outbox: the file %s was deleted under the running process; written back from the open "
+            "file (%d rows waiting)",
+            self._faults.path,
+            self._depth,
+        )
+
+    async def close(self) -> None:
+        await self._db.close()
 
     async def _roll_back(self) -> None:
         # Nothing of the failed transaction is committed either way; the next write tells more.
@@ -161,12 +204,23 @@ class Outbox:
         """Return after the next committed write."""
         await self._changed.wait()
 
+    def tell_commits(self, mailbox: Mailbox[None]) -> None:
+        """Drop a notice in ``mailbox`` after each commit that adds rows (see the module docstring)."""
+        self._commits = mailbox
+
+    def _committed(self) -> None:
+        if self._commits is None:
+            return
+        # Full: a notice is pending already, which says the same.
+        with contextlib.suppress(anyio.WouldBlock):
+            self._commits.send_nowait(None)
+
     async def add(self, rows: Sequence[tuple[str, bytes]]) -> int:
         """Commit ``(event_id, body)`` rows in one transaction; returns how many were new."""
         if not rows:
             return 0
         now = time.time()
-        async with self._writing() as db:
+        async with self._writing(own_file=True) as db:
             cursor = await db.executemany(
                 "INSERT OR IGNORE INTO outbox (event_id, body, enqueued_at) VALUES (?, ?, ?)",
                 [(event_id, body, now) for event_id, body in rows],
@@ -177,6 +231,8 @@ class Outbox:
         if added and self._oldest is None:
             self._oldest = now
         self._notify()
+        if added:
+            self._committed()
         return added
 
     async def peek(self, limit: int, *, skip: Collection[int] = ()) -> list[OutboxRow]:
@@ -273,6 +329,8 @@ class Outbox:
             self._oldest = now
         _metrics.DEAD_LETTERS.set(dead)
         self._notify()
+        if added:
+            self._committed()
         return moved
 
     async def refresh(self) -> None:
@@ -285,9 +343,12 @@ class Outbox:
             dead = await self._dead_count()
         _metrics.DEAD_LETTERS.set(dead)
         if depth != self._depth:
+            grew = depth > self._depth
             self._depth = depth
             self._oldest = head
             self._notify()
+            if grew:
+                self._committed()
 
 
 @asynccontextmanager
@@ -300,6 +361,7 @@ async def open_outbox(path: Path | str) -> AsyncIterator[Outbox]:
         db = await aiosqlite.connect(str(path))
     except sqlite3.OperationalError as exc:
         raise _cannot_open(exc, path) from exc
+    outbox: Outbox | None = None
     try:
         try:
             outbox = await _set_up(db, path)
@@ -308,7 +370,8 @@ async def open_outbox(path: Path | str) -> AsyncIterator[Outbox]:
         yield outbox
     finally:
         with anyio.CancelScope(shield=True):
-            await db.close()
+            # The outbox's connection: another than ``db`` once a deleted file was written back.
+            await (db.close() if outbox is None else outbox.close())
 
 
 def _cannot_open(exc: sqlite3.OperationalError, path: Path) -> OutboxWriteError:
@@ -320,11 +383,7 @@ def _cannot_open(exc: sqlite3.OperationalError, path: Path) -> OutboxWriteError:
 
 async def _set_up(db: aiosqlite.Connection, path: Path) -> Outbox:
     """The pragmas and the tables, then the counts the ``Outbox`` starts from."""
-    await db.execute("PRAGMA journal_mode=WAL")
-    # The broker forgets a message once acked, so a commit that preceded an ack must survive
-    # a power loss too: FULL costs one fsync per group commit, not one per event.
-    await db.execute("PRAGMA synchronous=FULL")
-    await db.execute("PRAGMA busy_timeout=5000")
+    await _configure(db)
     await db.executescript(_SCHEMA)
     await db.commit()
     cursor = await db.execute(
@@ -335,3 +394,11 @@ async def _set_up(db: aiosqlite.Connection, path: Path) -> Outbox:
     oldest = float(row[1]) if row is not None and row[1] is not None else None
     dead = int(row[2]) if row is not None else 0
     return Outbox(db, depth, oldest, dead, path=path)
+
+
+async def _configure(db: aiosqlite.Connection) -> None:
+    await db.execute("PRAGMA journal_mode=WAL")
+    # The broker forgets a message once acked, so a commit that preceded an ack must survive
+    # a power loss too: FULL costs one fsync per group commit, not one per event.
+    await db.execute("PRAGMA synchronous=FULL")
+    await db.execute("PRAGMA busy_timeout=5000")

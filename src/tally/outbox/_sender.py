@@ -1,10 +1,14 @@
 """The sender: delivers outbox rows to a sink in batches and deletes them once accepted.
 
-It wakes every ``flush_interval_s``, or as soon as ``batch_max`` rows wait, and
-sends until the outbox is empty. Rules, in the order they apply to one batch:
+It is woken by the outbox as soon as rows are committed (a notice in its mailbox, ``Outbox.tell_commits``)
+and sends until the outbox is empty, at most ``batch_max`` rows a batch: what is committed while a
+batch is on its way goes in the next. Every ``flush_interval_s`` without a notice it counts the rows
+again (``Outbox.refresh``), for the rows another process commits (``tally collector replay``), which
+no notice announces. Rules, in the order they apply to one batch:
 
-* accepted: the rows go; items the sink refused are counted and logged, never
-  retried (the Reporting API dead-lettered them with their reason);
+* accepted: the rows go; items the sink refused are counted and logged (10 lines
+  a minute, then one counting the rest, and the rest of the minute still open at
+  the stop), never retried (the Reporting API dead-lettered them with their reason);
 * 413 / too large: the batch halves (down to one row) and grows back by a
   quarter after every accepted batch, so one huge event cannot stall the rest
   for long and a transient limit does not shrink the sender for good;
@@ -43,6 +47,9 @@ from typing import Any
 import anyio
 import orjson
 from anyio.abc import TaskStatus
+
+from tally.actors import Mailbox
+from tally.core import LogLimit
 
 from . import _metrics
 from ._outbox import Outbox, OutboxRow
@@ -100,6 +107,9 @@ class Sender:
         self._sent = 0
         self._failed = 0
         self._refused = 0
+        # A flood of refused events (a payload naming no resource, thousands a minute) must not drown
+        # the log: each is counted in the metrics and dead-lettered by the API with its reason.
+        self._refused_log = LogLimit(on_suppressed=_metrics.WARNINGS_SUPPRESSED.labels("refused").inc)
         self._last_accepted_at: float | None = None
         self._failing_since: float | None = None
         self._backoff_s = backoff_min_s
@@ -115,6 +125,9 @@ class Sender:
         # Rows that failed alone with a server error, oldest first; left out of batches.
         self._suspects: list[OutboxRow] = []
         self._dead_lettered = 0
+        # Notices of rows committed: one pending is all it takes (see the module docstring).
+        self._mailbox: Mailbox[None] = Mailbox("sender", capacity=1)
+        outbox.tell_commits(self._mailbox)
         _metrics.BATCH_SIZE.set(batch_max)
 
     def statistics(self) -> SenderStatistics:
@@ -249,7 +262,11 @@ class Sender:
             self._refused += len(result.refused)
             _metrics.EVENTS_DELIVERED.labels("refused").inc(len(result.refused))
             for refusal in result.refused:
-                log.warning("sender: event refused event_id=%s reason=%s", refusal.event_id, refusal.reason)
+                if self._refused_log.allow():
+                    log.warning(
+                        "sender: event refused event_id=%s reason=%s", refusal.event_id, refusal.reason
+                    )
+        self._say_left_out(self._refused_log.summary())
         self._accepted_in_a_row += 1
         if self._narrowing and not self._suspects and self._accepted_in_a_row >= 2:
             self._narrowing = False
@@ -292,16 +309,32 @@ class Sender:
         while not await self._send_until_empty_or_failure():
             await self._back_off()
 
-    async def _wait_for_work(self) -> None:
+    async def _wait_for_commits(self) -> None:
+        """Return at the outbox's next notice of rows committed (at once when one is pending), or
+        after ``flush_interval_s`` with the rows counted again."""
         with anyio.move_on_after(self._flush_interval_s):
-            while self._outbox.depth < self._batch_size:
-                await self._outbox.wait_changed()
+            await self._mailbox.receive()
+            return
+        # No notice comes for the rows another process commits (``tally collector replay``): this
+        # slow look finds them, and refreshes the dead-letter gauge.
+        await self._outbox.refresh()
+
+    def _say_left_out(self, left_out: int) -> None:
+        if left_out:
+            log.warning(
+                "sender: %d more refused events were not logged (each is counted in "
+                'tally_collector_events_delivered_total{outcome="refused"})',
+                left_out,
+            )
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Run until cancelled."""
+        """Run until cancelled; the count of refusals left out of the log is said on the way out."""
         task_status.started()
-        while True:
-            await self._wait_for_work()
-            await self._outbox.refresh()
-            if self._outbox.depth and not await self._send_until_empty_or_failure():
-                await self._back_off()
+        try:
+            while True:
+                if self._outbox.depth and not await self._send_until_empty_or_failure():
+                    await self._back_off()
+                    continue
+                await self._wait_for_commits()
+        finally:
+            self._say_left_out(self._refused_log.drain())

@@ -32,7 +32,7 @@ _CAUSES: dict[int, tuple[str, str]] = {
     sqlite3.SQLITE_LOCKED: ("locked", "locked by another process"),
     sqlite3.SQLITE_PERM: ("permission", "permission denied"),
 }
-REASONS = ("disk_full", "read_only", "io_error", "cannot_open", "locked", "permission", "other")
+REASONS = ("disk_full", "read_only", "io_error", "cannot_open", "locked", "permission", "lost", "other")
 
 
 class OutboxWriteError(Exception):
@@ -52,8 +52,9 @@ def classify(exc: sqlite3.Error, path: Path) -> OutboxWriteError:
 
 
 class WriteFaults:
-    """The outcome of the outbox's last write. Invariant: ``problem`` is None iff the last write
-    committed (or none was tried), and the gauge says the same."""
+    """The outcome of the outbox's last write. Invariant: ``problem`` is None iff the last write that
+    checked its file at the path committed (or none was tried; a failure of any write counts), and the
+    gauge says the same."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

@@ -10,13 +10,9 @@ from ._accounts import RELATION_TYPE as RELATION_TYPE
 from ._accounts import Account as Account
 from ._accounts import AccountSpan as AccountSpan
 from ._accounts import BillingAccounts as BillingAccounts
-from ._dimensions import DIMENSIONS as DIMENSIONS
-from ._dimensions import Dimension as Dimension
 from ._focus import COLUMNS as COLUMNS
-from ._focus import FOCUS_COLUMNS as FOCUS_COLUMNS
-from ._focus import FOCUS_VERSION as FOCUS_VERSION
 from ._focus import Cell as Cell
-from ._focus import Correction as Correction
+from ._focus import CorrectionReason as CorrectionReason
 from ._focus import FocusContext as FocusContext
 from ._focus import focus_cells as focus_cells
 from ._focus import focus_texts as focus_texts
@@ -31,22 +27,16 @@ from ._periods import month_of as month_of
 from ._periods import state_of as state_of
 from ._price_list import PriceList as PriceList
 from ._price_list import PriceListError as PriceListError
-from ._price_list import PriceVersion as PriceVersion
-from ._price_list import TypeRules as TypeRules
 from ._price_list import load_price_list as load_price_list
 from ._price_list import parse_price_list as parse_price_list
-from ._price_list import price_list_document as price_list_document
 from ._price_list import version_document as version_document
 from ._rate import RatedLine as RatedLine
 from ._rate import Rater as Rater
 from ._rate import RatingError as RatingError
 from ._rate import add_totals as add_totals
-from ._rate import billed_us as billed_us
-from ._rate import line_cost as line_cost
 from ._rate import project_totals as project_totals
 from ._rate import quantity_text as quantity_text
 from ._rate import rate_facts as rate_facts
-from ._rate import spans as spans
 from ._rated_format import RATED_COLUMNS as RATED_COLUMNS
 from ._rated_format import rated_cells as rated_cells
 from ._rated_format import rated_head as rated_head
@@ -62,44 +52,35 @@ from ._rated_read import read_rated as read_rated
 __all__ = [
     "COLUMNS",
     "DEFAULT_GRACE",
-    "DIMENSIONS",
-    "FOCUS_COLUMNS",
-    "FOCUS_VERSION",
     "RATED_COLUMNS",
     "RELATION_TYPE",
     "Account",
     "AccountSpan",
     "BillingAccounts",
     "Cell",
-    "Correction",
-    "Dimension",
+    "CorrectionReason",
     "FocusContext",
     "FocusParquetWriter",
     "PeriodError",
     "PeriodState",
     "PriceList",
     "PriceListError",
-    "PriceVersion",
     "RatedAmounts",
     "RatedExportError",
     "RatedLine",
     "RatedLines",
     "Rater",
     "RatingError",
-    "TypeRules",
     "add_totals",
-    "billed_us",
     "correction_lines",
     "credits_and_debits",
     "focus_cells",
     "focus_texts",
     "interval_facts",
-    "line_cost",
     "load_price_list",
     "month_bounds",
     "month_of",
     "parse_price_list",
-    "price_list_document",
     "project_totals",
     "quantity_text",
     "rate_facts",
@@ -108,7 +89,6 @@ __all__ = [
     "rated_json",
     "rated_line_of",
     "read_rated",
-    "spans",
     "state_of",
     "totals_json",
     "version_document",

@@ -1,7 +1,7 @@
 """The FOCUS export: rated lines as rows of the FinOps Open Cost and Usage Specification, version 1.2.
 
 One row per rated line (``_rate``): ``ChargeCategory`` ``Usage``, ``ChargeClass`` null, or
-``Correction`` for a line that corrects a period already invoiced. List, contracted, billed and
+``CorrectionReason`` for a line that corrects a period already invoiced. List, contracted, billed and
 effective cost are the line's cost (a list price is the price billed: no discount or commitment
 applies). The billing account is the project registry's (``_accounts``), the sub account the
 project. Tally's own facts follow as ``x_`` columns, as FOCUS's extensibility rule asks.
@@ -124,7 +124,7 @@ class FocusContext:
 
 
 @dataclass(frozen=True, slots=True)
-class Correction:
+class CorrectionReason:
     """Why a line corrects an invoiced period: the reason, and the sync run that brought it (if any)."""
 
     reason: str
@@ -143,7 +143,7 @@ def _focus_instant(at: datetime) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def focus_cells(line: RatedLine, ctx: FocusContext, correction: Correction | None = None) -> list[Cell]:
+def focus_cells(line: RatedLine, ctx: FocusContext, correction: CorrectionReason | None = None) -> list[Cell]:
     """One FOCUS row of ``line``, typed (decimals, instants), in ``COLUMNS`` order."""
     key = line.key
     project = (key.cloud, line.project_id)

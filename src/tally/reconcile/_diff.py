@@ -111,9 +111,11 @@ def diff(
     deferred: Counter[Deferral] = Counter()
     waiting: list[DeferredCorrection] = []
 
-    for key in sorted(by_key.keys() | live.keys() | gone.keys()):
+    for key in _in_order(by_key, live, gone):
         row = by_key.get(key)
         observed = live.get(key)
+        if observed is not None and row is not None and _settled(observed, row):
+            continue
         # A key's decisions in the order their corrections are dated: (kind, correction, deferral).
         decided: list[tuple[Kind, Correction | None, Deferral | None]] = []
         if observed is not None:
@@ -135,6 +137,27 @@ def diff(
             elif correction is not None:
                 corrections.append(correction)
     return Plan(tuple(corrections), {d: deferred.get(d, 0) for d in Deferral}, tuple(waiting))
+
+
+def _in_order(*by: Mapping[Key, object]) -> list[Key]:
+    """The keys of ``by``, each once, sorted. The rows come in key order and most keys of a run are in
+    the largest mapping, so the list starts as its keys: sorting a list that is nearly in order costs
+    a pass over it, where the union of the key sets sorted from scratch costs a sort."""
+    first = max(by, key=len)
+    keys = list(first)
+    extra: set[Key] = set()
+    for other in by:
+        if other is not first:
+            extra.update(k for k in other if k not in first)
+    keys.extend(extra)
+    keys.sort()
+    return keys
+
+
+def _settled(observed: ObservedResource, row: ProjectionRow) -> bool:
+    """The common case of a steady run, decided without the decisions' bookkeeping: a live row with its
+    create, which the platform lists as the row holds it, needs no correction."""
+    return row.is_live and row.created_at is not None and not drift(observed, row)
 
 
 def _for_missing_create(

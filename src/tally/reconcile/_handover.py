@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from . import _metrics
+from ._clock import after_newer_runs
 
 log = logging.getLogger(__name__)
 
@@ -60,3 +61,16 @@ async def ran_recently(store: HandoverStore, cloud: str, now: datetime, min_gap_
     """True when ``cloud`` was synced within ``min_gap_s`` of ``now`` (see ``is_due``)."""
     gap = timedelta(seconds=min_gap_s)
     return not is_due(await store.sync_runs_between(cloud, now - gap, now + gap), now, min_gap_s)
+
+
+async def admit(
+    store: HandoverStore, cloud: str, wall_or_told: datetime, *, dated_by_wall: bool, min_gap_s: float | None
+) -> datetime | None:
+    """What a run does first under its cloud's lock: its instant (a wall clock's dated after the cloud's
+    newest run, ``_clock.after_newer_runs``; a told one kept), having taken over from a stopped holder;
+    None when, with ``min_gap_s`` (a scheduled run's), the cloud was synced within it (not due)."""
+    poll_at = await after_newer_runs(store, cloud, wall_or_told) if dated_by_wall else wall_or_told
+    await take_over(store, cloud)
+    if min_gap_s is not None and await ran_recently(store, cloud, poll_at, min_gap_s):
+        return None
+    return poll_at

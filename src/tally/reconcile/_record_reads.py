@@ -1,7 +1,8 @@
 """What the planning passes read of the record, and only that: the runs and receipts a delete by
 absence is dated from (``date_absence_from_record``), and the late histories a restore of vouched
 facts is decided from (``restore_vouched_from_record``). The decisions are the pure rules'
-(``_diff``); here is how little of the store they need, a page of runs at a time.
+(``_diff``); here is how little of the store they need, a page of runs at a time. A run hands them
+its ``RecordedRuns`` (``_runs_read``) as the store, so a window of runs both read is read once.
 """
 
 from __future__ import annotations

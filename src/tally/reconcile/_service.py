@@ -1,13 +1,14 @@
 """The sync service: the configured clouds, their startup check, and the one way to run a sync.
 
-Both callers of a run go through ``SyncService``: the HTTP route (via ``run``,
-the ``tally.http`` ``SyncRunner`` protocol) and each cloud's scheduler (via
-``run_cloud``). The lock in the database, not this object, keeps one run per
-cloud, so the same holds across replicas.
+Every run goes through ``SyncService.run_cloud``: in the daemon, only each cloud's scheduler actor
+calls it, for its schedule and for the requests of ``POST /internal/sync`` (``_scheduler``); the
+one-shot callers (``tally sync``, the simulator) call it directly. The scheduler keeps one run per
+cloud in its process; the lock in the database, not this object, keeps one run per cloud across
+processes and replicas.
 
 Runs are capped (``TALLY_REPORTING_SYNC_MAX_CONCURRENT``, by default half the pool, see ``_pacing``):
 every run of the process, scheduled or requested, takes a slot first, and the wait counts against
-its budget. Each cloud's health (last completed run, last error; ``_health``) is kept from the
+its budget. Each cloud's health (last completed run, last error; ``_cloud_health``) is kept from the
 outcomes and restored from ``sync_runs`` at start, for the "clouds" check of /readyz and the
 ``tally_sync_last_*_timestamp_seconds`` gauges.
 
@@ -33,14 +34,15 @@ from tally.store import StoreUnavailable, SyncLockHeld
 from . import _metrics
 from ._adapter import Adapter, Progress, adapter_class, check_adapter_environments, validate_adapter_config
 from ._booking import IngestsEvents
+from ._cloud_health import HealthBoard, failed_run_error, restored
+from ._context import RunSettings, SyncStore
 from ._errors import RunAborted
 from ._handover import take_over
-from ._health import Health, failed_run_error, restored
 from ._model import Status, SyncOutcome
 from ._names import learn_size_names
 from ._pacing import max_concurrent
-from ._run import RunSettings, SyncStore, run_sync
-from ._runner import CloudsReadiness, RunnerOutcome, SyncAlreadyRunning, SyncNotStarted, UnknownCloud
+from ._run import run_sync
+from ._runner import CloudsReadiness
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +52,7 @@ def _open_registered(entry: CloudEntry) -> Adapter:
 
 
 class SyncService:
-    """Runs syncs of the configured clouds; implements ``tally.http``'s ``SyncRunner``."""
+    """Runs syncs of the configured clouds."""
 
     def __init__(
         self,
@@ -65,7 +67,7 @@ class SyncService:
         """``max_concurrent`` caps the runs in progress at once (None: no cap, for a one-shot sync)."""
         self._entries = {e.cloud: e for e in entries}
         self._slots = anyio.CapacityLimiter(max_concurrent) if max_concurrent is not None else None
-        self._health = Health(self._entries)
+        self._health = HealthBoard(self._entries)
         if max_concurrent is not None:
             _metrics.MAX_CONCURRENT.set(max_concurrent)
         self._store = store
@@ -93,7 +95,9 @@ class SyncService:
         entries = load_clouds_config(path) if path is not None else ()
         check_adapter_environments(entries)
         run_settings = RunSettings(
-            settle_s=settings.reporting_sync_settle_s, budget_s=settings.reporting_sync_budget_s
+            settle_s=settings.reporting_sync_settle_s,
+            budget_s=settings.reporting_sync_budget_s,
+            lock_lease_s=settings.reporting_sync_lock_lease_s,
         )
         cap = max_concurrent(
             settings.reporting_sync_max_concurrent, settings.reporting_db_max_conns, len(entries)
@@ -156,6 +160,11 @@ class SyncService:
         """The budget each run of the service is given."""
         return self._settings.budget_s
 
+    @property
+    def lock_lease_s(self) -> float:
+        """How long a hung holder keeps a cloud's sync lock (PostgreSQL's lease)."""
+        return self._settings.lock_lease_s
+
     async def run_cloud(
         self, cloud: str, at: datetime | None = None, *, min_gap_s: float | None = None
     ) -> SyncOutcome:
@@ -217,20 +226,3 @@ class SyncService:
         except StoreUnavailable as exc:
             # The next replica start, or a run on request, takes over instead.
             log.warning("stale sync runs not checked cloud=%s reason=%s", cloud, exc)
-
-    async def run(self, cloud: str, at: datetime | None) -> RunnerOutcome:
-        """The HTTP route's call: raises ``UnknownCloud`` (404), ``SyncAlreadyRunning`` (409) or
-        ``SyncNotStarted`` (503: no slot or connection within the budget)."""
-        outcome = await self.run_cloud(cloud, at)
-        if outcome.status is Status.UNKNOWN_CLOUD:
-            raise UnknownCloud(cloud)
-        if outcome.status is Status.LOCK_HELD:
-            raise SyncAlreadyRunning(cloud)
-        if outcome.status is Status.NOT_STARTED:
-            raise SyncNotStarted(cloud, str(outcome.stats["errors"][0]))
-        assert outcome.sync_run_id is not None
-        return RunnerOutcome(
-            sync_run_id=outcome.sync_run_id,
-            stats=outcome.to_json()["stats"],
-            failed=outcome.status is Status.FAILED,
-        )

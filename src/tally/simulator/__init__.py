@@ -1,5 +1,8 @@
 """The simulator: a generated world, its virtual clock, and the fake OpenStack cloud that serves it."""
 
+from ._runs import SyncRun as SyncRun
+from ._runs import SyncRunError as SyncRunError
+from ._runs import read_runs as read_runs
 from .clock import PublishProgress as PublishProgress
 from .clock import VirtualClock as VirtualClock
 from .compare import Comparison as Comparison
@@ -27,10 +30,10 @@ from .oracle import OracleError as OracleError
 from .oracle import build_oracle as build_oracle
 from .oracle import read_oracle as read_oracle
 from .world import Flavor as Flavor
-from .world import Project as Project
 from .world import Resource as Resource
 from .world import Segment as Segment
 from .world import VolumeType as VolumeType
 from .world import World as World
 from .world import WorldBuilder as WorldBuilder
 from .world import WorldError as WorldError
+from .world import WorldProject as WorldProject

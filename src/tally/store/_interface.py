@@ -1,8 +1,9 @@
 """The Store interface: everything Tally reads from and writes to its database.
 
 Two backends implement it (SQLite for the embedded default, PostgreSQL for
-production) and one contract test suite holds both to it. Callers code against
-``Store`` only; ``open_store(url)`` picks the backend from the URL scheme.
+production) and one contract test suite holds both to it. A consumer codes
+against the roles it uses, the composition root against ``Store``;
+``open_store(url)`` picks the backend from the URL scheme.
 
 Identifiers of projects, relations, tokens, credentials, rejected events and
 sync runs are UUID strings. Every instant is an aware UTC ``datetime``.
@@ -10,10 +11,11 @@ Pagination is keyset: a read returns a ``Page`` whose ``next_key`` is the sort
 key of its last item when more items follow (``None`` otherwise); the caller
 passes it back as ``after`` (the HTTP layer turns it into an opaque cursor).
 
-The methods are grouped in roles (``_roles_record``: schema, ingest, events, projection;
-``_roles_registry``: catalog, projects, audit, credentials, sync records), so that a consumer can
-take the narrowest. The types it speaks (errors, records, filters, pages) live in ``_records`` and
-are re-exported here, so ``from ._interface import ...`` names them all.
+The methods are grouped in roles (``_roles_record``: schema, ingest, events, projection, pages;
+``_roles_registry``: catalog, billing, projects, audit, credentials, sync records), so that a
+consumer can take the narrowest (docs/architecture.md, "The store's roles", says who takes which).
+The types it speaks (errors, records, filters, pages) live in ``_records`` and are re-exported here,
+so ``from ._interface import ...`` names them all.
 """
 
 from __future__ import annotations
@@ -54,14 +56,24 @@ from ._records import StoredPriceList as StoredPriceList
 from ._records import StoreError as StoreError
 from ._records import StoreUnavailable as StoreUnavailable
 from ._records import SyncLockHeld as SyncLockHeld
+from ._records import SyncLockLost as SyncLockLost
 from ._records import SyncReceipts as SyncReceipts
 from ._records import SyncRow as SyncRow
 from ._records import SyncStatus as SyncStatus
 from ._records import TokenNotUsable as TokenNotUsable
 from ._records import UnsupportedStoreUrl as UnsupportedStoreUrl
 from ._records import UsageScope as UsageScope
-from ._roles_record import EventsRole, IngestRole, ProjectionRole, SchemaRole
-from ._roles_registry import AuditRole, CatalogRole, CredentialsRole, ProjectsRole, SyncRecordsRole
+from ._roles_record import EventsRole as EventsRole
+from ._roles_record import IngestRole as IngestRole
+from ._roles_record import PagesRole as PagesRole
+from ._roles_record import ProjectionRole as ProjectionRole
+from ._roles_record import SchemaRole as SchemaRole
+from ._roles_registry import AuditRole as AuditRole
+from ._roles_registry import BillingRole as BillingRole
+from ._roles_registry import CatalogRole as CatalogRole
+from ._roles_registry import CredentialsRole as CredentialsRole
+from ._roles_registry import ProjectsRole as ProjectsRole
+from ._roles_registry import SyncRecordsRole as SyncRecordsRole
 
 
 class Store(
@@ -69,7 +81,9 @@ class Store(
     IngestRole,
     EventsRole,
     ProjectionRole,
+    PagesRole,
     CatalogRole,
+    BillingRole,
     ProjectsRole,
     AuditRole,
     CredentialsRole,

@@ -7,7 +7,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from ._interface import Store, UnsupportedStoreUrl
+from ._pg_sync_lock import LEASE_S as SYNC_LOCK_LEASE_S
 from ._postgres import PostgresStore
+from ._sql import SqlStore
 from ._sqlite import SqliteStore
 
 _SQLITE = "sqlite:///"
@@ -32,18 +34,21 @@ def dialect_of(url: str) -> str:
 
 
 @asynccontextmanager
-async def open_store(url: str, *, max_conns: int = 10) -> AsyncIterator[Store]:
+async def open_store(
+    url: str, *, max_conns: int = 10, sync_lock_lease_s: float = SYNC_LOCK_LEASE_S
+) -> AsyncIterator[Store]:
     """Open the store ``url`` names for the block, closing its connections after.
 
     ``sqlite:///relative/path``, ``sqlite:////absolute/path`` or ``sqlite:///:memory:``;
     ``postgresql://user@host:port/db``. Migrations are not applied here: call
-    ``migrate_up()`` (the daemon does at start unless told not to).
+    ``migrate_up()`` (the daemon does at start unless told not to). ``sync_lock_lease_s`` is the
+    PostgreSQL sync lock's lease (``_pg_sync_lock``).
     """
-    store: SqliteStore | PostgresStore
+    store: SqlStore
     if dialect_of(url) == "sqlite":
         store = SqliteStore(url[len(_SQLITE) :])
     else:
-        store = PostgresStore(url, max_conns=max_conns)
+        store = PostgresStore(url, max_conns=max_conns, sync_lock_lease_s=sync_lock_lease_s)
     await store.open()
     try:
         yield store

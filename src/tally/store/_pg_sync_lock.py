@@ -21,7 +21,8 @@ reset) keeps its session, and the kernel answers TCP keepalives for a stopped pr
 session's end nor a keepalive frees the lock. The lock is therefore a lease: the session sets
 ``idle_session_timeout`` set to ``LEASE_S`` (PostgreSQL 14 and later; on 13 a hung holder keeps
 the lock until it is ended by hand), and the holder renews it with a query every third
-of it. A holder that stops renewing loses the session, and the lock, within ``LEASE_S``, and another
+of it, from a thread of its own (``_pg_lease``), so that a run step holding the CPU does not let it
+lapse. A holder that stops renewing loses the session, and the lock, within ``LEASE_S``, and another
 replica's next run takes the cloud. A holder that wakes up after that learns it at its next renewal:
 its run is cancelled and ends ``StoreUnavailable`` ("sync lock lost"), having overlapped the new
 holder for at most one renewal interval (its corrections are level-based, so an overlap books
@@ -38,7 +39,8 @@ from typing import Any
 import anyio
 import psycopg
 
-from ._interface import StoreError, StoreUnavailable, SyncLockHeld
+from ._interface import StoreError, StoreUnavailable, SyncLockHeld, SyncLockLost
+from ._pg_lease import LeaseRenewal
 from ._pool_wait import lost_connection, one_line
 
 log = logging.getLogger(__name__)
@@ -55,7 +57,8 @@ IDLE_SESSION_TIMEOUT_SINCE = 140000
 async def hold_sync_lock(url: str, cloud: str, *, lease_s: float = LEASE_S) -> AsyncIterator[None]:
     """Hold ``cloud``'s lock for the block on a connection of its own, opened from ``url``, renewed
     every third of ``lease_s``; raises ``SyncLockHeld`` at entry when another session holds it, and
-    ``StoreUnavailable`` (the block cancelled) when the lock is lost while the block runs."""
+    ``SyncLockLost`` (a ``StoreUnavailable``; the block cancelled) when the lock is lost while the block
+    runs."""
     try:
         conn = await psycopg.AsyncConnection.connect(
             url,
@@ -66,25 +69,24 @@ async def hold_sync_lock(url: str, cloud: str, *, lease_s: float = LEASE_S) -> A
         raise StoreUnavailable(f"no connection for the sync lock of {cloud}: {one_line(exc)}") from exc
     try:
         key = await _take_bounded(conn, cloud, lease_s)
-        lost: list[str] = []
+        lost: str | None = None
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_renew, conn, lease_s / 3, lost, tg.cancel_scope)
-                yield
-                tg.cancel_scope.cancel()
-        except BaseExceptionGroup as group:
-            # The renewal raises nothing: what the group holds is the block's own error, which its
-            # caller must see as it was raised (SyncLockHeld, StoreUnavailable, ...), not wrapped.
-            if len(group.exceptions) == 1:
-                raise group.exceptions[0] from None
-            raise
+            with anyio.CancelScope() as block:
+                renewal = LeaseRenewal(conn, lease_s / 3, block)
+                renewal.start()
+                try:
+                    yield
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await renewal.stop()
+                    lost = renewal.lost
         finally:
-            if not lost:
+            if lost is None:
                 with anyio.CancelScope(shield=True):
                     await _release_sync_lock(conn, cloud, key)
-        if lost:
-            log.warning("sync lock lost while its run went on cloud=%s: %s", cloud, lost[0])
-            raise StoreUnavailable(f"the sync lock of {cloud} was lost while the run went on: {lost[0]}")
+        if lost is not None:
+            log.warning("sync lock lost while its run went on cloud=%s: %s", cloud, lost)
+            raise SyncLockLost(f"the sync lock of {cloud} was lost while the run went on: {lost}")
     finally:
         # Shielded: a cancelled holder would otherwise skip the close and leave the connection, and
         # with it a lock taken by a cancelled take, to the garbage collector.
@@ -107,21 +109,6 @@ async def _take_bounded(conn: psycopg.AsyncConnection[Any], cloud: str, lease_s:
         if lost is None:
             raise
         raise lost from exc
-
-
-async def _renew(
-    conn: psycopg.AsyncConnection[Any], every_s: float, lost: list[str], block: anyio.CancelScope
-) -> None:
-    """Keep the session busy enough that the server does not end it; when it is gone, say why and
-    cancel the block that believed it held the lock."""
-    while True:
-        await anyio.sleep(every_s)
-        try:
-            await conn.execute("SELECT 1")
-        except psycopg.Error as exc:
-            lost.append(one_line(exc))
-            block.cancel()
-            return
 
 
 # The two int4 keys of a cloud's lock: the oid of sync_lock_keys as the int4 of the same 32 bits (so

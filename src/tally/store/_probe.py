@@ -15,7 +15,8 @@ import psycopg
 
 from ._interface import UnsupportedStoreUrl
 from ._open import dialect_of, open_store
-from ._postgres import describe_url
+from ._pg_connection import describe_url
+from ._read_only import writable_target
 
 # FATAL answers of a server that will accept the same login later (SQLSTATE 57P03, 53300).
 _TRANSIENT_FATAL = ("starting up", "shutting down", "in recovery", "too many", "remaining connection slots")
@@ -55,7 +56,9 @@ async def probe_store(url: str, *, timeout_s: float = 5.0) -> ProbeResult:
             return ProbeResult(False, f"cannot open SQLite: {exc}", permanent=True)
     where = describe_url(url)
     try:
-        connection = await psycopg.AsyncConnection.connect(url, connect_timeout=max(1, round(timeout_s)))
+        connection = await psycopg.AsyncConnection.connect(
+            writable_target(url), connect_timeout=max(1, round(timeout_s))
+        )
     except psycopg.Error as exc:
         message = str(exc)
         return ProbeResult(

@@ -12,6 +12,11 @@ wait out (the collector's rows stay in its outbox, the API answers 503, a sync i
 
 Apart from that, no session lives longer than ``MAX_LIFETIME_S``: whatever a session carries that the
 server's settings changed since (a role's parameters, a failover the session did not notice) ends then.
+
+A URL naming several hosts (``postgresql://db-a:5432,db-b:5432/tally``) without
+``target_session_attrs`` gets ``target_session_attrs=read-write`` (``writable_target``): libpq's
+default, ``any``, would keep a new session on the first host that answers, a demoted primary or a
+standby included, and every write would be refused. A URL that names the attribute keeps its own.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 
 import psycopg
 from prometheus_client import Counter
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool
 
 from ._interface import StoreUnavailable
@@ -39,6 +45,15 @@ READ_ONLY_REFUSALS = Counter(
     "Statements PostgreSQL refused because the session is read-only (SQLSTATE 25006); each drains the "
     "pool's sessions (at most every 2 s) so that they reconnect to a writable server.",
 )
+
+
+def writable_target(url: str) -> str:
+    """``url``, with ``target_session_attrs=read-write`` when it names several hosts and no such attribute."""
+    info = conninfo_to_dict(url)
+    hosts = str(info.get("host") or info.get("hostaddr") or "")
+    if "," not in hosts or "target_session_attrs" in info:
+        return url
+    return make_conninfo(url, target_session_attrs="read-write")
 
 
 class StoreReadOnly(StoreUnavailable):

@@ -45,6 +45,11 @@ class StoreUnavailable(StoreError):
     committed; the same call may work a moment later."""
 
 
+class SyncLockLost(StoreUnavailable):
+    """The session holding a cloud's sync lock was ended while the run went on (a lease that ran out
+    while the holder hung, a restart): the run was cancelled, and what it recorded says how it ended."""
+
+
 class SyncLockHeld(StoreError):
     """Another holder (any process, any replica) runs a sync of this cloud right now."""
 

@@ -42,7 +42,7 @@ from ._partitions import (
 from ._seam import Tx
 
 if TYPE_CHECKING:
-    from ._postgres import PostgresStore
+    from ._postgres import PostgresDialect
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ _EVENT_COLUMNS = (
 
 
 async def _histories(
-    store: PostgresStore, tx: Tx, keys: Sequence[ResourceKey], bound: str, at: datetime
+    store: PostgresDialect, tx: Tx, keys: Sequence[ResourceKey], bound: str, at: datetime
 ) -> dict[ResourceKey, list[StoredEvent]]:
     """The events of ``keys`` dated ``bound`` (``<=`` or ``>``) ``at``. The bound lets PostgreSQL
     prune: reading up to the boundary touches the month retired, the default partition and the month
@@ -162,13 +162,13 @@ async def _histories(
         [*(part for key in keys for part in (key.cloud, key.resource_type, key.resource_id)), store.ts(at)],
     )
     for rec in recs:
-        stored = store._stored(rec)
+        stored = store.stored(rec)
         out.setdefault(stored.event.key, []).append(stored)
     return out
 
 
 async def _retire_keys(
-    store: PostgresStore, tx: Tx, month: datetime, keys: Sequence[ResourceKey]
+    store: PostgresDialect, tx: Tx, month: datetime, keys: Sequence[ResourceKey]
 ) -> tuple[int, int]:
     """Archive the month's usage of ``keys`` and store their snapshots; (snapshots, usage lines)."""
     end = add_months(month, 1)
@@ -198,7 +198,7 @@ async def _retire_keys(
             f"INSERT INTO {PARENT} (event_id, timestamp, received_at, event_type, platform, cloud, "
             "resource_type, resource_id, project_id, source, payload) "
             f"VALUES ({marks}) ON CONFLICT DO NOTHING",
-            [store._event_params(s.event, s.received_at) for s in snapshots],
+            [store.event_params(s.event, s.received_at) for s in snapshots],
         )
     if archive:
         await tx.executemany(
@@ -210,7 +210,7 @@ async def _retire_keys(
     return len(snapshots), len(archive)
 
 
-async def retire_month(store: PostgresStore, tx: Tx, month: datetime, *, drop: bool) -> RetiredMonth:
+async def retire_month(store: PostgresDialect, tx: Tx, month: datetime, *, drop: bool) -> RetiredMonth:
     """Retire one attached month (see the module), in the caller's transaction under its lock."""
     name = partition_name(month)
     end = add_months(month, 1)

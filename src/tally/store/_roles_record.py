@@ -1,6 +1,6 @@
-"""The store's roles over the record itself: its schema, the ingest of events, the events as stored
-and the projection of current resources. ``Store`` is all of the roles (``_interface``); a consumer
-that needs one role takes that role.
+"""The store's roles over the record itself: its schema, the ingest of events, the events as stored,
+the projection of current resources and the API's listing pages of both. ``Store`` is all of the
+roles (``_interface``); a consumer that needs one role takes that role.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from ._records import (
     Page,
     ResourceFilter,
     SchemaStatus,
-    SizeName,
     SyncRow,
     UsageScope,
 )
@@ -52,8 +51,7 @@ class SchemaRole(Protocol):
 
 
 class IngestRole(Protocol):
-    """Storing events, deduplicated in the transaction that stores them, and the size names they are
-    read with."""
+    """Storing events, deduplicated in the transaction that stores them."""
 
     # -- ingest ---------------------------------------------------------------------------------------
     async def write_batch(
@@ -80,16 +78,6 @@ class IngestRole(Protocol):
         may hold the store's only connection."""
         ...
 
-    async def size_names(self, cloud: str) -> list[SizeName]:
-        """The size-name rows of one cloud."""
-        ...
-
-    async def learn_size_names(self, cloud: str, rows: Sequence[SizeName]) -> list[SizeName]:
-        """Store the names of ``rows`` (rows already known with the same name are no change; a row
-        an earlier listing stored and this one lacks stays) and, in the same transaction, write each
-        new name into the projection rows whose size still holds its value; returns what was new."""
-        ...
-
 
 class EventsRole(Protocol):
     """The events as stored: listings, one resource's history, the histories the usage folds."""
@@ -99,12 +87,6 @@ class EventsRole(Protocol):
         self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
     ) -> Page[StoredEvent, EventKey]:
         """Events matching ``filters`` ordered by (timestamp, event_id), strictly after ``after``."""
-        ...
-
-    async def list_events_json(
-        self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
-    ) -> Page[dict[str, Any], EventKey]:
-        """The page of ``list_events``, each event as its JSON object (``StoredEvent.to_wire``)."""
         ...
 
     async def resource_history(self, key: ResourceKey, *, limit: int | None = None) -> list[StoredEvent]:
@@ -163,12 +145,6 @@ class ProjectionRole(Protocol):
         """Projection rows matching ``filters`` ordered by key (cloud, resource_type, resource_id)."""
         ...
 
-    async def list_resources_json(
-        self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None
-    ) -> Page[dict[str, Any], ResourceKey]:
-        """The page of ``list_resources``, each row as its JSON object (``ResourceRow.to_wire``)."""
-        ...
-
     async def resource_stats(
         self, group_by: Sequence[str], *, filters: ResourceFilter = ResourceFilter()
     ) -> list[dict[str, Any]]:
@@ -193,4 +169,23 @@ class ProjectionRole(Protocol):
     async def rebuild_projection(self, *, cloud: str | None = None, resource_type: str | None = None) -> int:
         """Replay current_resources from the events of the matching keys, 100 keys per transaction;
         return the number of keys rebuilt."""
+        ...
+
+
+class PagesRole(Protocol):
+    """The listing pages the Reporting API answers, each item already its JSON object: the pages of
+    ``EventsRole.list_events`` and ``ProjectionRole.list_resources`` without a record per row."""
+
+    # -- pages ----------------------------------------------------------------------------------------
+    async def list_events_json(
+        self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
+    ) -> Page[dict[str, Any], EventKey]:
+        """The page of ``EventsRole.list_events``, each event as its JSON object (``StoredEvent.to_wire``)."""
+        ...
+
+    async def list_resources_json(
+        self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None
+    ) -> Page[dict[str, Any], ResourceKey]:
+        """The page of ``ProjectionRole.list_resources``, each row as its JSON object
+        (``ResourceRow.to_wire``)."""
         ...

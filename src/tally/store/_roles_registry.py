@@ -1,7 +1,7 @@
-"""The store's roles around the record: the catalog (resource types, price lists, billing periods),
-projects and their relations, rejected events and the audit, credentials, and the sync runs with
-their lock. ``Store`` is all of the roles (``_interface``); a consumer that needs one role takes that
-role.
+"""The store's roles around the record: the catalog (resource types and size names), billing (price
+lists and periods), projects and their relations, rejected events and the audit, credentials, and the
+sync runs with their lock. ``Store`` is all of the roles (``_interface``); a consumer that needs one
+role takes that role.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from ._records import (
     RejectedKey,
     Relation,
     ResourceType,
+    SizeName,
     StoredPriceList,
     SyncReceipts,
     SyncStatus,
@@ -36,10 +37,38 @@ from ._records import (
 
 
 class CatalogRole(Protocol):
-    """Resource types, price lists and billing periods."""
+    """The catalog of types and names: resource types with their size schemas, and the names a
+    cloud's size ids are read with (flavors, volume types)."""
 
     # -- resource types -------------------------------------------------------------------------------
     async def get_resource_type(self, platform: str, resource_type: str) -> ResourceType | None: ...
+
+    async def list_resource_types(self) -> list[ResourceType]:
+        """All registered types, ordered by (platform, resource_type)."""
+        ...
+
+    async def put_resource_type(
+        self, platform: str, resource_type: str, size_schema: Mapping[str, Any]
+    ) -> ResourceType:
+        """Insert or replace the size schema of a pair (the caller has compiled it already)."""
+        ...
+
+    # -- size names -----------------------------------------------------------------------------------
+    async def size_names(self, cloud: str) -> list[SizeName]:
+        """The size-name rows of one cloud."""
+        ...
+
+    async def learn_size_names(self, cloud: str, rows: Sequence[SizeName]) -> list[SizeName]:
+        """Store the names of ``rows`` (rows already known with the same name are no change; a row
+        an earlier listing stored and this one lacks stays) and, in the same transaction, write each
+        new name into the projection rows whose size still holds its value; returns what was new."""
+        ...
+
+
+class BillingRole(Protocol):
+    """Price lists and billing periods."""
+
+    # -- price lists ----------------------------------------------------------------------------------
 
     async def put_price_list(
         self,
@@ -56,6 +85,12 @@ class CatalogRole(Protocol):
         ...
 
     async def get_price_list(self, name: str) -> StoredPriceList | None: ...
+
+    async def list_price_lists(self) -> list[StoredPriceList]:
+        """Every price list by name, its versions ascending."""
+        ...
+
+    # -- billing periods ------------------------------------------------------------------------------
 
     async def close_period(self, period: BillingPeriod, lines: Sequence[Mapping[str, Any]]) -> None:
         """Store a closed period and its rated lines (kind ``closed``, in order), in one transaction;
@@ -90,20 +125,6 @@ class CatalogRole(Protocol):
         self, cloud: str, period_start: datetime, seqs: Sequence[int], at: datetime
     ) -> None:
         """Mark correction lines delivered at ``at`` (once: a line delivered before is refused)."""
-        ...
-
-    async def list_price_lists(self) -> list[StoredPriceList]:
-        """Every price list by name, its versions ascending."""
-        ...
-
-    async def list_resource_types(self) -> list[ResourceType]:
-        """All registered types, ordered by (platform, resource_type)."""
-        ...
-
-    async def put_resource_type(
-        self, platform: str, resource_type: str, size_schema: Mapping[str, Any]
-    ) -> ResourceType:
-        """Insert or replace the size schema of a pair (the caller has compiled it already)."""
         ...
 
 

@@ -1,14 +1,25 @@
-"""The dialect seam the shared SQL is written against: one open transaction (``Tx``, and
-``StreamingTx`` where the backend can stream a statement's rows) and what a backend converts
-(``SqlSeam``). Modules of shared SQL beside ``_sql`` take a ``SqlSeam``, so they need not import the
-store that calls them."""
+"""The types the seam of the shared SQL speaks: one open transaction (``Tx``, and ``StreamingTx``
+where the backend can stream a statement's rows), what a backend converts (``SqlSeam``, the part of
+``_sql_dialect.SqlDialect`` that helper modules take, so they need not import it), the steps of the
+ingest path (``WriteSteps``), and a backend's own JSON pages (``JsonPages``)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from tally.core import Event, ResourceKey, ResourceRow
+
+from ._records import EventFilter, EventKey, Page, ResourceFilter
+
+T = TypeVar("T")
+# What a dialect sent and will answer when awaited (PostgreSQL's pipeline answers only when asked).
+Answer = Callable[[], Awaitable[T]]
+EventPair = tuple[str, datetime]
+# The statement of a page of events: (filters, limit, after) -> (sql, params).
+PageSql = Callable[[EventFilter, int, "EventKey | None"], tuple[str, list[Any]]]
 
 
 class Tx(Protocol):
@@ -39,7 +50,7 @@ class SqlSeam(Protocol):
 
     dialect: str
 
-    def _tx(self) -> AbstractAsyncContextManager[Tx]: ...
+    def tx(self) -> AbstractAsyncContextManager[Tx]: ...
 
     def ts(self, value: datetime) -> Any: ...
 
@@ -48,3 +59,53 @@ class SqlSeam(Protocol):
     def js(self, value: Any) -> Any: ...
 
     def from_js(self, value: Any) -> Any: ...
+
+
+class WriteSteps(Protocol):
+    """How each step of the ingest path (``_sql_ingest``) reaches the database: each ``send_`` hands
+    back an ``Answer`` to await later. SQLite runs each statement at once (``_sql_steps``); PostgreSQL
+    sends each as one statement of arrays in pipeline mode (``_pg_steps``)."""
+
+    def batch_tx(self) -> AbstractAsyncContextManager[Tx]:
+        """The transaction of one batch."""
+        ...
+
+    async def lock_keys(self, tx: Tx, keys: Sequence[ResourceKey]) -> None:
+        """Serialise projection writers of the same keys until the transaction ends."""
+        ...
+
+    async def send_row_read(self, tx: Tx, keys: Sequence[ResourceKey]) -> Answer[list[ResourceRow]]:
+        """Send the read of the rows of ``keys``; the answer holds the rows found."""
+        ...
+
+    async def send_insert(self, tx: Tx, events: Sequence[Event], at: datetime) -> Answer[set[EventPair]]:
+        """Send the insert of ``events`` (distinct, sorted); the answer holds the pairs inserted."""
+        ...
+
+    async def upsert_rows(self, tx: Tx, rows: Sequence[ResourceRow]) -> None:
+        """Write folded projection rows."""
+        ...
+
+
+class EventsPageSql(Protocol):
+    def events_page_sql(
+        self, filters: EventFilter, limit: int, after: EventKey | None, select: str = ...
+    ) -> tuple[str, list[Any]]: ...
+
+
+class ResourcesPageSql(Protocol):
+    def resources_page_sql(
+        self, filters: ResourceFilter, limit: int, after: ResourceKey | None, select: str = ...
+    ) -> tuple[str, list[Any]]: ...
+
+
+class JsonPages(Protocol):
+    """A backend's own ``list_events_json`` and ``list_resources_json``: pages read straight as wire JSON."""
+
+    async def list_events_json(
+        self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
+    ) -> Page[dict[str, Any], EventKey]: ...
+
+    async def list_resources_json(
+        self, filters: ResourceFilter, *, limit: int = 100, after: ResourceKey | None = None
+    ) -> Page[dict[str, Any], ResourceKey]: ...

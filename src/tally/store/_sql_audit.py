@@ -1,6 +1,6 @@
 """The rejected-events and audit-log part of the shared SQL.
 
-A mixin of ``SqlStore`` over the dialect seam (see ``_sql_base``). It owns the
+A role of the store over the dialect seam (see ``_sql_dialect``). It owns the
 rows written beside a batch (dead letters and audit entries, in the batch's
 transaction) and their reads.
 """
@@ -17,14 +17,22 @@ from tally.core import utc_now
 from ._ids import is_uuid
 from ._interface import AuditEntry, AuditRecord, DeadLetter, Page, RejectedEvent, RejectedKey, RuleViolation
 from ._seam import Tx
-from ._sql_base import SqlBase
+from ._sql_dialect import SqlDialect
 from ._sql_text import where_clause
 
 
-class AuditSql(SqlBase):
+class AuditSql:
     """Store methods of rejected events and the audit log; see the module docstring."""
 
-    async def _write_extras(
+    def __init__(self, sql: SqlDialect) -> None:
+        # The seam's operations its statements call, bound once (no lookup through ``sql`` per call).
+        self._tx = sql.tx
+        self.from_js = sql.from_js
+        self.from_ts = sql.from_ts
+        self.js = sql.js
+        self.ts = sql.ts
+
+    async def write_extras(
         self, tx: Tx, dead_letters: Sequence[DeadLetter], audits: Sequence[AuditEntry], at: datetime
     ) -> None:
         """The dead letters and audit rows of a batch, in the batch's transaction."""
@@ -34,7 +42,7 @@ class AuditSql(SqlBase):
                 [(str(uuid.uuid4()), self.ts(at), d.reason, self.js(d.raw)) for d in dead_letters],
             )
         if audits:
-            await self._write_audits(tx, audits, at)
+            await self.write_audits(tx, audits, at)
 
     async def list_rejected(
         self,
@@ -63,7 +71,7 @@ class AuditSql(SqlBase):
         items = [RejectedEvent(str(r[0]), self.from_ts(r[1]), r[2], self.from_js(r[3])) for r in recs[:limit]]
         return Page(items, (items[-1].received_at, items[-1].id) if len(recs) > limit else None)
 
-    async def _write_audits(self, tx: Tx, entries: Sequence[AuditEntry], at: datetime) -> None:
+    async def write_audits(self, tx: Tx, entries: Sequence[AuditEntry], at: datetime) -> None:
         await tx.executemany(
             "INSERT INTO audit_log (at, actor, action, object_type, object_id, details) "
             "VALUES (?, ?, ?, ?, ?, ?)",
@@ -75,7 +83,7 @@ class AuditSql(SqlBase):
 
     async def audit(self, entry: AuditEntry) -> None:
         async with self._tx() as tx:
-            await self._write_audits(tx, [entry], utc_now())
+            await self.write_audits(tx, [entry], utc_now())
 
     async def list_audit(self, *, action: str | None = None, limit: int = 100) -> list[AuditRecord]:
         where, params = where_clause([("action = ?", action)] if action is not None else [])

@@ -1,6 +1,6 @@
 """The catalog part of the shared SQL: size names per cloud and the size schema of resource types.
 
-A mixin of ``SqlStore`` over the dialect seam (see ``_sql_base``).
+A role of the store over the dialect seam (see ``_sql_dialect``).
 
 Size names are learnt, never forgotten: cinder's notifications carry a volume type's id and its
 listing the name, and a type deleted from the cloud still names the events that carried its id. A
@@ -17,7 +17,7 @@ from typing import Any
 from tally.core import utc_now
 
 from ._interface import ResourceType, RuleViolation, SizeName
-from ._sql_base import SqlBase
+from ._sql_dialect import SqlDialect
 
 # The size with one member set to a name, and one member's text, per dialect; parameters (member,
 # name) and (member) in that order.
@@ -28,8 +28,18 @@ _NAMED_SIZE = {
 _SIZE_MEMBER = {"postgresql": "size->>(?::text)", "sqlite": "json_extract(size, '$.' || ?)"}
 
 
-class CatalogSql(SqlBase):
+class CatalogSql:
     """Store methods of size names and resource types; see the module docstring."""
+
+    def __init__(self, sql: SqlDialect) -> None:
+        # The seam's operations its statements call, bound once (no lookup through ``sql`` per call).
+        self._fetch = sql.fetch
+        self._tx = sql.tx
+        self.dialect = sql.dialect
+        self.from_js = sql.from_js
+        self.from_ts = sql.from_ts
+        self.js = sql.js
+        self.ts = sql.ts
 
     async def size_names(self, cloud: str) -> list[SizeName]:
         recs = await self._fetch(

@@ -1,8 +1,8 @@
 """The credentials part of the shared SQL: API tokens, ingest credentials, their audit rows, shared secrets.
 
-A mixin of ``SqlStore`` over the same dialect seam (see ``_sql``). Secrets are
-never stored, only their sha256 (``hash_secret``); a lookup by hash answers
-only a secret that is neither revoked nor expired at the instant asked, so a
+A role of the store over the dialect seam (see ``_sql_dialect``); its audit rows are written as
+the audit role writes them. Secrets are never stored, only their sha256 (``hash_secret``); a lookup
+by hash answers only a secret that is neither revoked nor expired at the instant asked, so a
 revoke or an expiry takes effect on the very next request. A listing read for
 a token (``readable_by``) asks the same in its own statement (``USABLE_TOKEN_SQL``).
 """
@@ -12,58 +12,38 @@ from __future__ import annotations
 import secrets
 import uuid
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from tally.core import format_instant, utc_now
 
 from ._ids import is_uuid
 from ._interface import ApiToken, AuditEntry, Conflict, IngestCredential, RuleViolation, TokenRole
-from ._sql_base import USABLE
-
-if TYPE_CHECKING:
-    from ._seam import Tx
+from ._sql_audit import AuditSql
+from ._sql_dialect import USABLE, SqlDialect
 
 SHARED_SECRET_BYTES = 32
 _CREDENTIAL_SELECT = "id, platform, cloud, description, created_at, revoked_at, expires_at"
 _TOKEN_SELECT = "id, role, project_ids, description, created_at, revoked_at, expires_at"
 
 
-class _Seam(Protocol):
-    """What of ``SqlStore`` this mixin uses."""
-
-    def _tx(self) -> AbstractAsyncContextManager[Tx]: ...
-
-    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
-
-    async def _write_audits(self, tx: Tx, entries: Sequence[AuditEntry], at: datetime) -> None: ...
-
-    def ts(self, value: datetime) -> Any: ...
-
-    def opt_ts(self, value: datetime | None) -> Any: ...
-
-    def from_ts(self, value: Any) -> datetime: ...
-
-    def from_opt_ts(self, value: Any) -> datetime | None: ...
-
-    def id_list(self, ids: Sequence[str]) -> Any: ...
-
-    def from_id_list(self, value: Any) -> tuple[str, ...]: ...
-
-    def integrity_errors(self) -> tuple[type[BaseException], ...]: ...
-
-    def _credential(self, rec: Sequence[Any]) -> IngestCredential: ...
-
-    def _token(self, rec: Sequence[Any]) -> ApiToken: ...
-
-    async def _revoke(self, table: str, object_type: str, object_id: str, actor: str | None) -> bool: ...
-
-
 class CredentialsSql:
     """Store methods of tokens, credentials and shared secrets; see the module docstring."""
 
-    def _credential(self: _Seam, rec: Sequence[Any]) -> IngestCredential:
+    def __init__(self, sql: SqlDialect, audit: AuditSql) -> None:
+        # The seam's operations its statements call, bound once (no lookup through ``sql`` per call).
+        self._fetch = sql.fetch
+        self._tx = sql.tx
+        self.from_id_list = sql.from_id_list
+        self.from_opt_ts = sql.from_opt_ts
+        self.from_ts = sql.from_ts
+        self.id_list = sql.id_list
+        self.integrity_errors = sql.integrity_errors
+        self.opt_ts = sql.opt_ts
+        self.ts = sql.ts
+        self._write_audits = audit.write_audits
+
+    def _credential(self, rec: Sequence[Any]) -> IngestCredential:
         return IngestCredential(
             str(rec[0]),
             rec[1],
@@ -74,7 +54,7 @@ class CredentialsSql:
             self.from_opt_ts(rec[6]),
         )
 
-    def _token(self: _Seam, rec: Sequence[Any]) -> ApiToken:
+    def _token(self, rec: Sequence[Any]) -> ApiToken:
         return ApiToken(
             str(rec[0]),
             rec[1],
@@ -86,7 +66,7 @@ class CredentialsSql:
         )
 
     async def create_ingest_credential(
-        self: _Seam,
+        self,
         *,
         platform: str,
         cloud: str,
@@ -124,7 +104,7 @@ class CredentialsSql:
         return IngestCredential(cred_id, platform, cloud, description, now, None, expires_at)
 
     async def ingest_credential_by_hash(
-        self: _Seam, token_hash: str, *, at: datetime | None = None
+        self, token_hash: str, *, at: datetime | None = None
     ) -> IngestCredential | None:
         recs = await self._fetch(
             f"SELECT {_CREDENTIAL_SELECT} FROM ingest_credentials WHERE token_hash = ? AND {USABLE}",
@@ -132,17 +112,17 @@ class CredentialsSql:
         )
         return self._credential(recs[0]) if recs else None
 
-    async def list_ingest_credentials(self: _Seam) -> list[IngestCredential]:
+    async def list_ingest_credentials(self) -> list[IngestCredential]:
         recs = await self._fetch(
             f"SELECT {_CREDENTIAL_SELECT} FROM ingest_credentials ORDER BY created_at, id"
         )
         return [self._credential(r) for r in recs]
 
-    async def revoke_ingest_credential(self: _Seam, credential_id: str, *, actor: str | None = None) -> bool:
+    async def revoke_ingest_credential(self, credential_id: str, *, actor: str | None = None) -> bool:
         return await self._revoke("ingest_credentials", "ingest_credential", credential_id, actor)
 
     async def create_api_token(
-        self: _Seam,
+        self,
         *,
         token_hash: str,
         role: TokenRole,
@@ -188,23 +168,21 @@ class CredentialsSql:
             raise Conflict("an api token with this token hash exists") from exc
         return ApiToken(token_id, role, tuple(project_ids), description, now, None, expires_at)
 
-    async def api_token_by_hash(
-        self: _Seam, token_hash: str, *, at: datetime | None = None
-    ) -> ApiToken | None:
+    async def api_token_by_hash(self, token_hash: str, *, at: datetime | None = None) -> ApiToken | None:
         recs = await self._fetch(
             f"SELECT {_TOKEN_SELECT} FROM api_tokens WHERE token_hash = ? AND {USABLE}",
             (token_hash, self.ts(at or utc_now())),
         )
         return self._token(recs[0]) if recs else None
 
-    async def list_api_tokens(self: _Seam) -> list[ApiToken]:
+    async def list_api_tokens(self) -> list[ApiToken]:
         recs = await self._fetch(f"SELECT {_TOKEN_SELECT} FROM api_tokens ORDER BY created_at, id")
         return [self._token(r) for r in recs]
 
-    async def revoke_api_token(self: _Seam, token_id: str, *, actor: str | None = None) -> bool:
+    async def revoke_api_token(self, token_id: str, *, actor: str | None = None) -> bool:
         return await self._revoke("api_tokens", "api_token", token_id, actor)
 
-    async def _revoke(self: _Seam, table: str, object_type: str, object_id: str, actor: str | None) -> bool:
+    async def _revoke(self, table: str, object_type: str, object_id: str, actor: str | None) -> bool:
         if not is_uuid(object_id):
             return False
         now = utc_now()
@@ -218,7 +196,7 @@ class CredentialsSql:
                 await self._write_audits(tx, [entry], now)
         return count > 0
 
-    async def shared_secret(self: _Seam, name: str) -> bytes:
+    async def shared_secret(self, name: str) -> bytes:
         recs = await self._fetch("SELECT secret FROM shared_secrets WHERE name = ?", (name,))
         if not recs:
             # Two first uses at once both insert; the primary key keeps the first, and both read it back.

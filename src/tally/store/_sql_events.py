@@ -1,26 +1,26 @@
-"""The events part of the shared SQL: inserting new events and every read of the events table.
+"""The events role of the shared SQL: every read of the events table.
 
-A mixin of ``SqlStore`` over the dialect seam (see ``_sql_base``): pages,
-histories by key, bucketed stats and the usage read (``_usage_sql``).
+A role of the store over the dialect seam (see ``_sql_dialect``): pages,
+histories by key, bucketed stats and the usage reads (``_usage_sql``). The ingest
+path inserts the events (``_sql_ingest``, through the dialect's ``WriteSteps``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
-from tally.core import Event, ResourceKey, StoredEvent, sorted_events
+from tally.core import ResourceKey, StoredEvent, sorted_events
 
 from ._interface import EVENT_GROUPS, Bucket, EventFilter, EventKey, Page, UsageScope
 from ._named import named, size_names_of
 from ._seam import Tx
-from ._sql_base import SqlBase
+from ._sql_dialect import SqlDialect
 from ._sql_text import (
-    EVENT_COLUMNS,
     EVENT_SELECT,
-    KEY_CHUNK,
     REBUILD_BATCH,
     group_columns,
     history_by_key_sql,
@@ -28,33 +28,25 @@ from ._sql_text import (
     key_params,
     where_clause,
 )
-from ._usage_sql import usage_histories
+from ._usage_sql import STREAM_ROWS, FactHistory, open_usage_stream, usage_histories
 
 
-class EventsSql(SqlBase):
+class EventsSql:
     """Store methods of the events table; see the module docstring."""
 
-    async def _insert_events(self, tx: Tx, events: Sequence[Event], received_at: datetime) -> list[Event]:
-        """Insert the events that are not stored yet; return those (the others are duplicates)."""
-        stored: set[tuple[str, datetime]] = set()
-        ids = sorted({e.event_id for e in events})
-        for start in range(0, len(ids), KEY_CHUNK):
-            chunk = ids[start : start + KEY_CHUNK]
-            marks = ", ".join("?" for _ in chunk)
-            for rec in await tx.fetchall(
-                f"SELECT event_id, timestamp FROM events WHERE event_id IN ({marks})", chunk
-            ):
-                stored.add((rec[0], self.from_ts(rec[1])))
-        fresh = [e for e in events if (e.event_id, e.timestamp) not in stored]
-        if fresh:
-            marks = ", ".join("?" for _ in EVENT_COLUMNS)
-            await tx.executemany(
-                f"INSERT INTO events ({EVENT_SELECT}) VALUES ({marks}) ON CONFLICT DO NOTHING",
-                [self._event_params(e, received_at) for e in fresh],
-            )
-        return fresh
+    def __init__(self, sql: SqlDialect) -> None:
+        # The seam's operations its statements call, bound once (no lookup through ``sql`` per call).
+        self._stored = sql.stored
+        self._tx = sql.tx
+        self.bucket_expr = sql.bucket_expr
+        self.check_empty_page_reader = sql.check_empty_page_reader
+        self.from_ts = sql.from_ts
+        self.ts = sql.ts
+        self.usable_token_condition = sql.usable_token_condition
+        self._sql = sql
+        self._read_events_page = sql.read_events_page
 
-    async def _load_histories(
+    async def load_histories(
         self, tx: Tx, keys: Sequence[ResourceKey]
     ) -> dict[ResourceKey, list[StoredEvent]]:
         histories: dict[ResourceKey, list[StoredEvent]] = defaultdict(list)
@@ -94,9 +86,13 @@ class EventsSql(SqlBase):
     async def _events_page_recs(
         self, filters: EventFilter, limit: int, after: EventKey | None, select: str
     ) -> list[tuple[Any, ...]]:
-        """The rows of a page of ``limit`` events and one more when a next page exists (PostgreSQL's
-        partitioned table reads it a partition's range at a time: ``_page_windows``)."""
-        return await self._fetch(*self.events_page_sql(filters, limit, after, select=select))
+        """The rows of a page of ``limit`` events and one more when a next page exists (read as the
+        dialect reads a page: ``SqlDialect.read_events_page``)."""
+
+        def page_sql(window: EventFilter, rows: int, after: EventKey | None) -> tuple[str, list[Any]]:
+            return self.events_page_sql(window, rows, after, select=select)
+
+        return await self._read_events_page(page_sql, filters, limit, after)
 
     async def list_events(
         self, filters: EventFilter, *, limit: int = 100, after: EventKey | None = None
@@ -135,7 +131,7 @@ class EventsSql(SqlBase):
     async def histories(self, keys: Sequence[ResourceKey]) -> dict[ResourceKey, list[StoredEvent]]:
         ordered = sorted(set(keys), key=key_order)
         async with self._tx() as tx:
-            loaded = await self._load_histories(tx, ordered)
+            loaded = await self.load_histories(tx, ordered)
         return {key: sorted_events(loaded[key]) for key in ordered if key in loaded}
 
     async def event_stats(
@@ -170,4 +166,9 @@ class EventsSql(SqlBase):
     async def usage_histories(
         self, scope: UsageScope, *, limit: int = 500, after: ResourceKey | None = None
     ) -> Page[tuple[ResourceKey, list[StoredEvent]], ResourceKey]:
-        return await usage_histories(self, scope, limit=limit, after=after)
+        return await usage_histories(self._sql, scope, limit=limit, after=after)
+
+    def open_usage_stream(
+        self, scope: UsageScope, *, rows: int = STREAM_ROWS
+    ) -> AbstractAsyncContextManager[AsyncIterator[list[FactHistory]]]:
+        return open_usage_stream(self._sql, scope, rows=rows)

@@ -1,8 +1,18 @@
-"""The ingest part of the shared SQL: a batch of events written and folded into the projection.
+"""The ingest path of both dialects, written once: a batch of events written and folded into the projection.
 
-Deduplication, the fold plan (pure: which keys advance, which replay) and the
-plain batch writer; ``IngestSql`` runs them over the events, projection and
-audit mixins in one transaction. PostgreSQL writes a batch its own way.
+A batch opens its transaction (``batch_tx``), locks the resource keys it is
+told of and sends the read of their rows; each ``add`` deduplicates the events
+against the batch (``BatchEvents``), locks and reads the keys they are first to
+name, and sends the insert of the new ones (a conflict on (event_id, timestamp)
+is a duplicate); ``finish`` collects what was sent, folds the inserted events
+into the rows a chunk of keys at a time (``plan_fold``, pure) and writes the
+dead letters and audit rows, all in the one transaction.
+
+How each step reaches the database is the dialect's (``_seam.WriteSteps``, handed to
+``IngestSql``): ``send_row_read`` and ``send_insert`` hand back an ``Answer`` to await
+later. SQLite runs each statement at once (its write transaction holds the database
+alone: ``_sql_steps``); PostgreSQL sends each as one statement of arrays in pipeline
+mode, so the database works while the caller validates the next items (``_pg_steps``).
 """
 
 from __future__ import annotations
@@ -26,24 +36,73 @@ from tally.core import (
 )
 
 from ._interface import AuditEntry, BatchOutcome, BatchWriter, DeadLetter
-from ._seam import Tx
+from ._seam import Answer, EventPair, Tx, WriteSteps
 from ._sql_audit import AuditSql
-from ._sql_projection import ProjectionSql
+from ._sql_events import EventsSql
 from ._sql_text import key_order
 
+# Keys folded and upserted at a time: PostgreSQL writes one chunk while the next is folded here.
+FOLD_CHUNK = 128
 
-def dedupe(events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
-    """The distinct events sorted by (event_id, timestamp), and the repeats inside the batch."""
-    unique: dict[tuple[str, datetime], Event] = {}
-    duplicates: list[Event] = []
-    for event in events:
-        pair = (event.event_id, event.timestamp)
-        if pair in unique:
-            duplicates.append(event)
-        else:
-            unique[pair] = event
-    # Sorted inserts take index locks in one order, so concurrent batches cannot deadlock.
-    return [unique[pair] for pair in sorted(unique)], duplicates
+
+def _pair(event: Event) -> EventPair:
+    return (event.event_id, event.timestamp)
+
+
+def group_by_key(new: Iterable[StoredEvent]) -> dict[ResourceKey, list[StoredEvent]]:
+    groups: dict[ResourceKey, list[StoredEvent]] = defaultdict(list)
+    for stored in new:
+        groups[stored.event.key].append(stored)
+    return groups
+
+
+class BatchEvents:
+    """The events handed to one batch (pure: no I/O): deduplicated against each other as they come,
+    grouped by key, and, once the store says which it inserted, split into new and duplicates."""
+
+    def __init__(self, at: datetime) -> None:
+        self._at = at
+        self._added: dict[EventPair, Event] = {}
+        self._repeats: list[Event] = []
+        # Each event's key is built once: keys are hashed many times on the way and are not cheap.
+        self._groups: dict[ResourceKey, list[StoredEvent]] = {}
+
+    def take(self, events: Sequence[Event]) -> tuple[list[Event], list[ResourceKey]]:
+        """The events new to the batch sorted by (event_id, timestamp), and the keys they are the
+        first to name. Sorted inserts take index locks in one order, so concurrent batches cannot
+        deadlock."""
+        added, fresh = self._added, []
+        for event in events:
+            pair = (event.event_id, event.timestamp)
+            if pair in added:
+                self._repeats.append(event)
+            else:
+                added[pair] = event
+                fresh.append(event)
+        fresh.sort(key=_pair)
+        groups, at, first = self._groups, self._at, []
+        for event in fresh:
+            key = event.key
+            group = groups.get(key)
+            if group is None:
+                groups[key] = [StoredEvent(event, at)]
+                first.append(key)
+            else:
+                group.append(StoredEvent(event, at))
+        return fresh, first
+
+    def settle(
+        self, stored: set[EventPair]
+    ) -> tuple[list[Event], list[Event], Mapping[ResourceKey, Sequence[StoredEvent]]]:
+        """Given the pairs the store inserted: the inserted events, the duplicates (inside the batch
+        or stored already), and the inserted events grouped by key."""
+        added = list(self._added.values())
+        duplicates = list(self._repeats)
+        if len(stored) == len(added):
+            return added, duplicates, self._groups
+        inserted = [e for e in added if _pair(e) in stored]
+        duplicates.extend(e for e in added if _pair(e) not in stored)
+        return inserted, duplicates, group_by_key(StoredEvent(e, self._at) for e in inserted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,19 +114,6 @@ class FoldPlan:
     keys: list[ResourceKey]
     replay: list[ResourceKey]
     advanced: dict[ResourceKey, ResourceRow | None]
-
-    def rows_without_replay(self) -> list[ResourceRow] | None:
-        """Every folded row in key order when nothing needs a replay, else None."""
-        if self.replay:
-            return None
-        return [row for row in self.advanced.values() if row is not None]
-
-
-def group_by_key(new: Iterable[StoredEvent]) -> dict[ResourceKey, list[StoredEvent]]:
-    groups: dict[ResourceKey, list[StoredEvent]] = defaultdict(list)
-    for stored in new:
-        groups[stored.event.key].append(stored)
-    return groups
 
 
 def plan_fold(
@@ -87,26 +133,66 @@ def plan_fold(
     return FoldPlan(keys, replay, advanced)
 
 
-class _SqlBatch:
-    """The plain batch of ``IngestSql.open_batch``: events are kept until ``finish`` writes them."""
+class SqlBatch:
+    """One batch in one transaction (see the module docstring). Events of keys not named at the
+    opening lock those keys when they come; a late event costs one more round trip for the history
+    it replays."""
 
     def __init__(self, store: IngestSql, tx: Tx, at: datetime) -> None:
         self._store = store
         self._tx = tx
         self._at = at
-        self._events: list[Event] = []
+        self._events = BatchEvents(at)
+        self._locked: set[ResourceKey] = set()
+        self._reads: list[Answer[list[ResourceRow]]] = []
+        self._inserts: list[Answer[set[EventPair]]] = []
+
+    async def lock_and_read(self, keys: Sequence[ResourceKey]) -> None:
+        """Lock ``keys`` (in key order) and send the read of their rows."""
+        if not keys:
+            return
+        # The lock comes first: the row read runs after it, so it sees every committed fold.
+        await self._store._lock_keys(self._tx, keys)
+        self._reads.append(await self._store._send_row_read(self._tx, keys))
+        self._locked.update(keys)
 
     async def add(self, events: Sequence[Event]) -> None:
-        self._events.extend(events)
+        fresh, first = self._events.take(events)
+        if not fresh:
+            return
+        locked = self._locked
+        await self.lock_and_read(sorted((k for k in first if k not in locked), key=key_order))
+        self._inserts.append(await self._store._send_insert(self._tx, fresh, self._at))
 
     async def finish(
         self, *, dead_letters: Sequence[DeadLetter] = (), audits: Sequence[AuditEntry] = ()
     ) -> BatchOutcome:
-        return await self._store._write_in(self._tx, self._events, dead_letters, audits, self._at)
+        store, tx = self._store, self._tx
+        rows: dict[ResourceKey, ResourceRow] = {}
+        for read in self._reads:
+            for row in await read():
+                rows[row.key] = row
+        stored: set[EventPair] = set()
+        for insert in self._inserts:
+            stored.update(await insert())
+        inserted, duplicates, groups = self._events.settle(stored)
+        replayed = await store._fold_in_chunks(tx, groups, rows)
+        await store._write_extras(tx, dead_letters, audits, self._at)
+        return BatchOutcome(tuple(inserted), tuple(duplicates), tuple(replayed))
 
 
-class IngestSql(ProjectionSql, AuditSql):
+class IngestSql:
     """Store methods that write a batch of events and fold it; see the module docstring."""
+
+    def __init__(self, events: EventsSql, audit: AuditSql, steps: WriteSteps) -> None:
+        # The other roles' statements and the dialect's steps the path calls, bound once.
+        self._load_histories = events.load_histories
+        self._write_extras = audit.write_extras
+        self._batch_tx = steps.batch_tx
+        self._lock_keys = steps.lock_keys
+        self._send_row_read = steps.send_row_read
+        self._send_insert = steps.send_insert
+        self._upsert_rows = steps.upsert_rows
 
     async def write_batch(
         self,
@@ -116,52 +202,36 @@ class IngestSql(ProjectionSql, AuditSql):
         audits: Sequence[AuditEntry] = (),
         received_at: datetime | None = None,
     ) -> BatchOutcome:
-        at = as_utc(received_at) if received_at is not None else utc_now()
-        async with self._tx() as tx:
-            return await self._write_in(tx, events, dead_letters, audits, at)
+        async with self.open_batch({e.key for e in events}, received_at=received_at) as batch:
+            await batch.add(events)
+            return await batch.finish(dead_letters=dead_letters, audits=audits)
 
     @asynccontextmanager
     async def open_batch(
         self, keys: Iterable[ResourceKey], *, received_at: datetime | None = None
     ) -> AsyncIterator[BatchWriter]:
-        """The plain batch: its transaction begins now (a write transaction holds the database alone,
-        so nothing else needs locking) and everything is written at ``finish``."""
         at = as_utc(received_at) if received_at is not None else utc_now()
-        async with self._tx() as tx:
-            yield _SqlBatch(self, tx, at)
+        async with self._batch_tx() as tx:
+            batch = SqlBatch(self, tx, at)
+            await batch.lock_and_read(sorted(set(keys), key=key_order))
+            yield batch
 
-    async def _write_in(
+    # -- the fold --------------------------------------------------------------------------------------
+    async def _fold_in_chunks(
         self,
         tx: Tx,
-        events: Sequence[Event],
-        dead_letters: Sequence[DeadLetter],
-        audits: Sequence[AuditEntry],
-        at: datetime,
-    ) -> BatchOutcome:
-        ordered, duplicates = dedupe(events)
-        inserted = await self._insert_events(tx, ordered, at) if ordered else []
-        new_pairs = {(e.event_id, e.timestamp) for e in inserted}
-        duplicates.extend(e for e in ordered if (e.event_id, e.timestamp) not in new_pairs)
-        replayed = await self._fold(tx, [StoredEvent(e, at) for e in inserted])
-        await self._write_extras(tx, dead_letters, audits, at)
-        return BatchOutcome(tuple(inserted), tuple(duplicates), tuple(replayed))
-
-    async def _fold(
-        self, tx: Tx, new: Sequence[StoredEvent], rows: Mapping[ResourceKey, ResourceRow] | None = None
+        groups: Mapping[ResourceKey, Sequence[StoredEvent]],
+        rows: Mapping[ResourceKey, ResourceRow],
     ) -> list[ResourceKey]:
-        """Fold new events into the projection per key in key order; return the keys replayed.
-
-        ``rows``: the current rows of (at least) these keys, already read under their locks; when None
-        they are locked and read here.
-        """
-        if not new:
-            return []
-        groups = group_by_key(new)
-        if rows is None:
-            keys = sorted(groups, key=key_order)
-            await self._lock_keys(tx, keys)
-            rows = await self._load_rows(tx, keys)
-        return await self._finish_fold(tx, plan_fold(groups, rows))
+        """Fold the new events into ``rows`` (read under their keys' locks) per key in key order, a
+        chunk of keys at a time, each chunk's rows upserted as soon as it is folded; return the keys
+        replayed."""
+        replayed: list[ResourceKey] = []
+        keys = sorted(groups, key=key_order)
+        for start in range(0, len(keys), FOLD_CHUNK):
+            chunk = {key: groups[key] for key in keys[start : start + FOLD_CHUNK]}
+            replayed.extend(await self._finish_fold(tx, plan_fold(chunk, rows)))
+        return replayed
 
     async def _finish_fold(self, tx: Tx, plan: FoldPlan) -> list[ResourceKey]:
         """Replay the keys that need it from their stored history and write every folded row."""
@@ -171,5 +241,6 @@ class IngestSql(ProjectionSql, AuditSql):
             row = project(histories[key]) if key in histories else plan.advanced.get(key)
             if row is not None:
                 folded.append(row)
-        await self._upsert_rows(tx, folded)
+        if folded:
+            await self._upsert_rows(tx, folded)
         return plan.replay

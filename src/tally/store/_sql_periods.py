@@ -1,6 +1,6 @@
 """The billing periods part of the shared SQL: closed periods and their frozen lines.
 
-A mixin of ``SqlStore`` over the dialect seam (see ``_sql_base``). The freeze itself is the
+A role of the store over the dialect seam (see ``_sql_dialect``). The freeze itself is the
 database's: triggers of migration 0012 refuse any update or delete of a period or a line on both
 backends, but for a correction line's ``delivered_at``, set once. These methods only insert, read,
 and set that instant.
@@ -15,7 +15,7 @@ from typing import Any
 from tally.core import format_instant
 
 from ._interface import BillingPeriod, Conflict, PeriodLine
-from ._sql_base import SqlBase
+from ._sql_dialect import SqlDialect
 
 _PERIOD = "SELECT cloud, period_start, period_end, price_list, closed_at FROM billing_periods"
 _LINE = "SELECT seq, kind, line, reason, sync_run, recorded_at, delivered_at FROM period_lines"
@@ -25,8 +25,17 @@ _INSERT_LINE = (
 )
 
 
-class PeriodsSql(SqlBase):
+class PeriodsSql:
     """Store methods of billing periods; see the module docstring."""
+
+    def __init__(self, sql: SqlDialect) -> None:
+        # The seam's operations its statements call, bound once (no lookup through ``sql`` per call).
+        self._fetch = sql.fetch
+        self._tx = sql.tx
+        self.from_js = sql.from_js
+        self.from_ts = sql.from_ts
+        self.js = sql.js
+        self.ts = sql.ts
 
     def _period(self, rec: Sequence[Any]) -> BillingPeriod:
         return BillingPeriod(rec[0], self.from_ts(rec[1]), self.from_ts(rec[2]), rec[3], self.from_ts(rec[4]))

@@ -1,6 +1,6 @@
 """The price lists part of the shared SQL: versions of named lists, none edited once in force.
 
-A mixin of ``SqlStore`` over the dialect seam (see ``_sql_base``). The documents are the canonical
+A role of the store over the dialect seam (see ``_sql_dialect``). The documents are the canonical
 ones ``tally.rating`` writes (amounts as decimal texts), compared as JSON values, so a version is
 "unchanged" when it prices the same, whatever the YAML's spelling was.
 """
@@ -14,13 +14,22 @@ from typing import Any
 from tally.core import format_instant, utc_now
 
 from ._interface import PriceListVersion, RuleViolation, StoredPriceList
-from ._sql_base import SqlBase
+from ._sql_dialect import SqlDialect
 
 _SELECT = "SELECT name, effective_from, currency, document, loaded_at FROM price_list_versions"
 
 
-class PricingSql(SqlBase):
+class PricingSql:
     """Store methods of price lists; see the module docstring."""
+
+    def __init__(self, sql: SqlDialect) -> None:
+        # The seam's operations its statements call, bound once (no lookup through ``sql`` per call).
+        self._fetch = sql.fetch
+        self._tx = sql.tx
+        self.from_js = sql.from_js
+        self.from_ts = sql.from_ts
+        self.js = sql.js
+        self.ts = sql.ts
 
     def _price_lists(self, recs: Sequence[Sequence[Any]]) -> list[StoredPriceList]:
         lists: dict[str, tuple[str, list[PriceListVersion]]] = {}

@@ -1,62 +1,49 @@
 """The projection part of the shared SQL: current_resources, its writes, reads and rebuild.
 
-A mixin of ``SqlStore`` over the dialect seam (see ``_sql_base``). The lock of
-projection writers (``_lock_keys``) and the upsert of folded rows are seams a
-backend may replace; the sync's narrow read of the projection is here too.
+A role of the store over the dialect seam (see ``_sql_dialect``). The rebuild locks
+and writes rows as the ingest path does (the dialect's ``WriteSteps``); the sync's
+narrow read of the projection is here too.
 """
 
 from __future__ import annotations
 
 import logging
-from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tally.core import ResourceKey, ResourceRow, project
 
 from ._interface import RESOURCE_GROUPS, Page, ResourceFilter, SyncRow
-from ._seam import Tx
+from ._seam import WriteSteps
+from ._sql_dialect import SqlDialect
 from ._sql_events import EventsSql
 from ._sql_text import (
-    KEY_CHUNK,
     REBUILD_BATCH,
-    ROW_COLUMNS,
     ROW_SELECT,
     group_columns,
     key_order,
-    key_params,
     loads_json,
-    rows_by_key_sql,
     where_clause,
 )
 
 log = logging.getLogger(__name__)
 
 
-class ProjectionSql(EventsSql):
+class ProjectionSql:
     """Store methods of the projection (current_resources); see the module docstring."""
 
-    @abstractmethod
-    async def _lock_keys(self, tx: Tx, keys: Sequence[ResourceKey]) -> None:
-        """Serialise projection writers of the same keys until the transaction ends."""
-
-    async def _load_rows(self, tx: Tx, keys: Sequence[ResourceKey]) -> dict[ResourceKey, ResourceRow]:
-        rows: dict[ResourceKey, ResourceRow] = {}
-        for start in range(0, len(keys), KEY_CHUNK):
-            chunk = keys[start : start + KEY_CHUNK]
-            for rec in await tx.fetchall(rows_by_key_sql(len(chunk)), key_params(chunk)):
-                row = self._row(rec)
-                rows[row.key] = row
-        return rows
-
-    async def _upsert_rows(self, tx: Tx, rows: Sequence[ResourceRow]) -> None:
-        marks = ", ".join("?" for _ in ROW_COLUMNS)
-        updates = ", ".join(f"{c} = excluded.{c}" for c in ROW_COLUMNS[3:])
-        await tx.executemany(
-            f"INSERT INTO current_resources ({ROW_SELECT}) VALUES ({marks}) "
-            f"ON CONFLICT (cloud, resource_type, resource_id) DO UPDATE SET {updates}",
-            [self._row_params(r) for r in rows],
-        )
+    def __init__(self, sql: SqlDialect, events: EventsSql, steps: WriteSteps) -> None:
+        # The seam's operations its statements call, bound once (no lookup through ``sql`` per call).
+        self._fetch = sql.fetch
+        self._row = sql.row
+        self._tx = sql.tx
+        self.check_empty_page_reader = sql.check_empty_page_reader
+        self.from_opt_ts = sql.from_opt_ts
+        self.from_ts = sql.from_ts
+        self.usable_token_condition = sql.usable_token_condition
+        self._load_histories = events.load_histories
+        self._lock_keys = steps.lock_keys
+        self._upsert_rows = steps.upsert_rows
 
     def _resource_conditions(self, f: ResourceFilter) -> list[tuple[str, Any]]:
         conds: list[tuple[str, Any]] = [

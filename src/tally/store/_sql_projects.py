@@ -1,6 +1,6 @@
 """The projects part of the shared SQL: projects and the dated relations between them.
 
-A mixin of ``SqlStore`` over the dialect seam (see ``_sql_base``).
+A role of the store over the dialect seam (see ``_sql_dialect``).
 """
 
 from __future__ import annotations
@@ -14,14 +14,25 @@ from tally.core import as_utc, utc_now
 
 from ._ids import is_uuid
 from ._interface import Conflict, Page, Project, Relation, RuleViolation
-from ._sql_base import SqlBase
+from ._sql_dialect import SqlDialect
 from ._sql_text import where_clause
 
 VIRTUAL = frozenset({"meta", "partner"})
 
 
-class ProjectsSql(SqlBase):
+class ProjectsSql:
     """Store methods of projects and their relations; see the module docstring."""
+
+    def __init__(self, sql: SqlDialect) -> None:
+        # The seam's operations its statements call, bound once (no lookup through ``sql`` per call).
+        self._fetch = sql.fetch
+        self._tx = sql.tx
+        self.from_js = sql.from_js
+        self.from_opt_ts = sql.from_opt_ts
+        self.from_ts = sql.from_ts
+        self.integrity_errors = sql.integrity_errors
+        self.js = sql.js
+        self.ts = sql.ts
 
     _PROJECT_SELECT = "SELECT id, platform, cloud, external_id, name, metadata, created_at FROM projects"
     _RELATION_SELECT = (

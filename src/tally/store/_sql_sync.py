@@ -1,6 +1,6 @@
 """The reconciliation part of the shared SQL: sync runs, and the receipts of events a sync reads.
 
-A mixin of ``SqlStore`` over the dialect seam (see ``_sql_base``).
+A role of the store over the dialect seam (see ``_sql_dialect``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tally.core import ResourceKey, utc_now
 
 from ._ids import is_uuid
 from ._interface import RuleViolation, StoreError, SyncReceipts, SyncStatus
-from ._sql_base import SqlBase
+from ._sql_dialect import SqlDialect
 from ._sql_text import KEY_CHUNK, key_order, key_params
 from ._stale_runs import fail_stale_sync_runs
 
@@ -35,8 +35,18 @@ def _receipts_by_key_sql(count: int) -> str:
     )
 
 
-class SyncRunsSql(SqlBase):
+class SyncRunsSql:
     """Store methods of sync runs and the receipts a sync reads; see the module docstring."""
+
+    def __init__(self, sql: SqlDialect) -> None:
+        # The seam's operations its statements call, bound once (no lookup through ``sql`` per call).
+        self._tx = sql.tx
+        self.from_js = sql.from_js
+        self.from_opt_ts = sql.from_opt_ts
+        self.from_ts = sql.from_ts
+        self.js = sql.js
+        self.ts = sql.ts
+        self._sql = sql
 
     async def start_sync_run(self, cloud: str, started_at: datetime | None = None) -> str:
         run_id = str(uuid.uuid4())
@@ -70,7 +80,7 @@ class SyncRunsSql(SqlBase):
         return self.from_opt_ts(recs[0][0]) if recs else None
 
     async def fail_stale_sync_runs(self, cloud: str, at: datetime | None = None) -> list[str]:
-        return await fail_stale_sync_runs(self, cloud, at if at is not None else utc_now())
+        return await fail_stale_sync_runs(self._sql, cloud, at if at is not None else utc_now())
 
     async def get_sync_run(self, run_id: str) -> dict[str, Any] | None:
         if not is_uuid(run_id):

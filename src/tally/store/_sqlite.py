@@ -1,5 +1,8 @@
 """The SQLite backend (aiosqlite, WAL): the embedded default, a file in the state directory.
 
+``SqliteDialect`` is the seam's SQLite side (``_sql_dialect``); ``SqliteStore`` assembles the roles
+over it (``_sql``), with the ingest path's steps run one statement at a time (``_sql_steps``).
+
 One connection serves the process; an anyio lock lets one transaction use it at
 a time, and write transactions start with BEGIN IMMEDIATE so that a second
 process on the same file waits for the writer instead of failing mid-batch.
@@ -7,6 +10,11 @@ BEGIN, COMMIT and ROLLBACK are awaited to their end whatever cancels the caller
 (``_to_the_end``): a caller that stopped waiting would release the connection
 before aiosqlite's thread ran the statement, and the next transaction would find
 one open ("cannot start a transaction within a transaction", D9).
+A write the file's disk refuses (SQLITE_FULL, a read-only or failing filesystem) is rolled back and
+raised as ``StoreUnavailable`` naming the file: an outage the callers wait out (the Reporting API
+answers 503, the collector keeps its rows), said once in the log when it starts and once when a write
+commits again. A file deleted or replaced under the process refuses every write the same way (it
+would land in a file that vanishes at exit); nothing mends that but a restart.
 Instants are stored as fixed-width UTC text (text order is time order), JSON as
 canonical text. The sync lock is a row in ``sync_locks`` with a lease that the
 holder renews while it runs, so a holder that crashed stops blocking once its
@@ -18,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Sequence
@@ -30,14 +39,15 @@ import aiosqlite
 import anyio
 
 from tally.config import prepare_state_file
-from tally.core import ResourceKey, as_utc, parse_instant, utc_now
+from tally.core import as_utc, parse_instant, utc_now
 
 from ._interface import Bucket, MigrationError, StoreUnavailable, SyncLockHeld
 from ._migrations import Migration
-from ._seam import Tx
+from ._seam import Tx, WriteSteps
 from ._sql import SqlStore
+from ._sql_dialect import SqlDialect
+from ._sql_steps import SqlSteps
 from ._sql_text import canonical_json, loads_json
-from ._usage_sql import UsageReads
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -110,15 +120,72 @@ class _SqliteTx:
             return [tuple(r) for r in await cursor.fetchall()]
 
 
-class SqliteStore(UsageReads, SqlStore):
+# SQLite's primary result codes (the low byte of an extended code) of a disk that refuses a write.
+_STORAGE_FAULTS = frozenset(
+    {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN}
+)
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The file at ``path`` (device, inode); None for an in-memory database or no file there."""
+    if path == ":memory:":
+        return None
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+class _WriteFaults:
+    """Whether the file's last write transaction was refused by its disk. Invariant: ``failing`` iff
+    the last one was."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.failing = False
+
+    def refused(self, exc: sqlite3.OperationalError) -> StoreUnavailable | None:
+        """``exc`` as ``StoreUnavailable`` when the disk refused the write, else None."""
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is None or code & 0xFF not in _STORAGE_FAULTS:
+            return None
+        name = getattr(exc, "sqlite_errorname", "")
+        if not self.failing:
+            self.failing = True
+            log.warning("store: SQLite cannot write on %s: %s (%s); writes wait", self.path, exc, name)
+        return StoreUnavailable(f"the store cannot write on {self.path}: {exc} ({name})")
+
+    def lost(self) -> StoreUnavailable:
+        """The file at the path is not the one opened (deleted or replaced under the process): a
+        write would land in a file that vanishes at exit, so none is made. Nothing mends it here."""
+        detail = (
+            f"the store cannot write on {self.path}: the file was deleted or replaced under the running "
+            "process; copy it back from /proc/<pid>/fd while the process runs, then restart"
+        )
+        if not self.failing:
+            self.failing = True
+            log.warning("store: %s; writes wait", detail)
+        return StoreUnavailable(detail)
+
+    def committed(self) -> None:
+        if self.failing:
+            self.failing = False
+            log.warning("store: SQLite writes again on %s", self.path)
+
+
+class SqliteDialect(SqlDialect):
+    """The SQLite side of the seam; see the module docstring."""
+
     dialect = "sqlite"
 
     def __init__(self, path: str, *, lease_s: float = 30.0) -> None:
-        super().__init__()
         self._path = path
         self._conn: aiosqlite.Connection | None = None
         self._lock = anyio.Lock()
         self.lease_s = lease_s
+        self._faults = _WriteFaults(path)
+        self._opened: tuple[int, int] | None = None  # the file opened (device, inode); None: in memory
 
     async def open(self) -> None:
         if self._path != ":memory:":
@@ -136,6 +203,10 @@ class SqliteStore(UsageReads, SqlStore):
             "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
         )
         self._conn = conn
+        self._opened = _identity(self._path)
+
+    def _same_file(self) -> bool:
+        return self._opened is None or _identity(self._path) == self._opened
 
     async def aclose(self) -> None:
         if self._conn is not None:
@@ -149,13 +220,21 @@ class SqliteStore(UsageReads, SqlStore):
         return self._conn
 
     @asynccontextmanager
-    async def _tx(self) -> AsyncIterator[Tx]:
+    async def tx(self) -> AsyncIterator[Tx]:
         async with self._lock:
             conn = self.conn
+            if not self._same_file():
+                raise self._faults.lost()
             try:
                 await _to_the_end(conn.execute("BEGIN IMMEDIATE"))
                 yield _SqliteTx(conn)
                 await _to_the_end(conn.execute("COMMIT"))
+                self._faults.committed()
+            except sqlite3.OperationalError as exc:
+                refused = self._faults.refused(exc)
+                if refused is None:
+                    raise
+                raise refused from exc
             finally:
                 # Whatever ended the body (an error, a cancellation, a failed COMMIT), the connection
                 # leaves this lock with no transaction open. A body statement still running in the
@@ -164,19 +243,18 @@ class SqliteStore(UsageReads, SqlStore):
                     await _to_the_end(conn.execute("ROLLBACK"))
 
     async def write_check(self) -> None:
-        try:
-            async with self._tx() as tx:
-                # Rewriting the header's user_version (unused by Tally) commits one page: it fails
-                # when the disk is full, where a statement that changes no row would not.
-                [(version,)] = await tx.fetchall("PRAGMA user_version")
-                await tx.execute(f"PRAGMA user_version = {int(version)}")
-        except sqlite3.OperationalError as exc:
-            name = getattr(exc, "sqlite_errorname", "")
-            raise StoreUnavailable(f"the store cannot write on {self._path}: {exc} ({name})") from exc
+        async with self.tx() as tx:
+            # Rewriting the header's user_version (unused by Tally) commits one page: it fails
+            # when the disk is full, where a statement that changes no row would not.
+            [(version,)] = await tx.fetchall("PRAGMA user_version")
+            await tx.execute(f"PRAGMA user_version = {int(version)}")
 
-    async def _fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    async def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         async with self._lock, self.conn.execute(sql, tuple(params)) as cursor:
             return [tuple(r) for r in await cursor.fetchall()]
+
+    def write_steps(self) -> WriteSteps:
+        return SqlSteps(self)
 
     # -- conversions ----------------------------------------------------------------------------------
     def ts(self, value: datetime) -> Any:
@@ -205,12 +283,8 @@ class SqliteStore(UsageReads, SqlStore):
     def integrity_errors(self) -> tuple[type[BaseException], ...]:
         return (sqlite3.IntegrityError,)
 
-    async def _lock_keys(self, tx: Tx, keys: Sequence[ResourceKey]) -> None:
-        # BEGIN IMMEDIATE already makes every write transaction the only writer of the file.
-        return None
-
     # -- migrations -----------------------------------------------------------------------------------
-    async def _run_migration(self, migration: Migration, *, up: bool) -> None:
+    async def run_migration(self, migration: Migration, *, up: bool) -> None:
         if up:
             record = (
                 f"INSERT INTO schema_migrations (version, name, applied_at) "
@@ -236,7 +310,7 @@ class SqliteStore(UsageReads, SqlStore):
     # -- the sync lock --------------------------------------------------------------------------------
     async def _take_lease(self, cloud: str, holder: str) -> bool:
         now = utc_now()
-        async with self._tx() as tx:
+        async with self.tx() as tx:
             count = await tx.execute(
                 "INSERT INTO sync_locks (cloud, holder, expires_at) VALUES (?, ?, ?) "
                 "ON CONFLICT (cloud) DO UPDATE SET "
@@ -254,7 +328,7 @@ class SqliteStore(UsageReads, SqlStore):
                 return
 
     async def _release_lease(self, cloud: str, holder: str) -> None:
-        async with self._tx() as tx:
+        async with self.tx() as tx:
             await tx.execute("DELETE FROM sync_locks WHERE cloud = ? AND holder = ?", (cloud, holder))
 
     @asynccontextmanager
@@ -272,3 +346,10 @@ class SqliteStore(UsageReads, SqlStore):
         finally:
             with anyio.CancelScope(shield=True):
                 await self._release_lease(cloud, holder)
+
+
+def SqliteStore(path: str, *, lease_s: float = 30.0) -> SqlStore:
+    """The store of the SQLite file at ``path`` (``:memory:`` for none): the roles over ``SqliteDialect``
+    (named as the class it used to be, since callers build it as one); ``lease_s`` is its sync lock's
+    lease."""
+    return SqlStore(SqliteDialect(path, lease_s=lease_s))

@@ -35,7 +35,7 @@ def stale_reason(run_id: str, found_at: datetime) -> str:
 async def fail_stale_sync_runs(store: SqlSeam, cloud: str, found_at: datetime) -> list[str]:
     """Fail every ``running`` row of ``cloud`` (see the module docstring); their ids, oldest first."""
     failed: list[str] = []
-    async with store._tx() as tx:
+    async with store.tx() as tx:
         for run_id, stats in await tx.fetchall(_RUNNING, (cloud,)):
             document = dict(store.from_js(stats) or {})
             document.update(errors=[stale_reason(str(run_id), found_at)], error_count=1)

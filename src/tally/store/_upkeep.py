@@ -24,7 +24,7 @@ from ._partitions import (
     partition_stats,
     take_maintenance_lock,
 )
-from ._postgres import PostgresStore
+from ._postgres import PostgresDialect
 from ._retention import (
     ArchivedLines,
     RetentionPolicy,
@@ -35,6 +35,7 @@ from ._retention import (
     retention_refusal,
     retire_month,
 )
+from ._sql import SqlStore
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +52,13 @@ class UpkeepOutcome:
     stats: PartitionStats
 
 
-async def _partitioned(store: Store) -> PostgresStore | None:
-    if not isinstance(store, PostgresStore):
+async def _partitioned(store: Store) -> PostgresDialect | None:
+    """The store's PostgreSQL dialect when its events table is partitioned."""
+    if not isinstance(store, SqlStore) or not isinstance(store.seam, PostgresDialect):
         return None
-    async with store._tx() as tx:
-        return store if await is_partitioned(tx) else None
+    pg = store.seam
+    async with pg.tx() as tx:
+        return pg if await is_partitioned(tx) else None
 
 
 async def maintain_events(
@@ -66,7 +69,7 @@ async def maintain_events(
     if pg is None:
         return None
     at = now if now is not None else utc_now()
-    async with pg._tx() as tx:
+    async with pg.tx() as tx:
         if not await take_maintenance_lock(tx):
             return UpkeepOutcome(EnsureOutcome(skipped=True), (), None, True, await partition_stats(tx))
         ensured = await ensure_partitions(tx, at, ahead)
@@ -76,7 +79,7 @@ async def maintain_events(
         boundary = retention_boundary(at, policy.months)
         while True:
             # One month per transaction, oldest first: a crash leaves whole months retired or not.
-            async with pg._tx() as tx:
+            async with pg.tx() as tx:
                 if not await take_maintenance_lock(tx):
                     break
                 refused = await retention_refusal(tx, policy, at)
@@ -87,7 +90,7 @@ async def maintain_events(
                 if not due:
                     break
                 retired.append(await retire_month(pg, tx, due[0], drop=policy.drop))
-    async with pg._tx() as tx:
+    async with pg.tx() as tx:
         stats = await partition_stats(tx)
     return UpkeepOutcome(ensured, tuple(retired), refused, False, stats)
 
@@ -99,7 +102,7 @@ async def events_retention_refusal(
     pg = await _partitioned(store)
     if pg is None or policy.months is None:
         return None
-    async with pg._tx() as tx:
+    async with pg.tx() as tx:
         return await retention_refusal(tx, policy, now if now is not None else utc_now())
 
 
@@ -107,7 +110,7 @@ async def events_partition_stats(store: Store) -> PartitionStats | None:
     pg = await _partitioned(store)
     if pg is None:
         return None
-    async with pg._tx() as tx:
+    async with pg.tx() as tx:
         return await partition_stats(tx)
 
 
@@ -116,5 +119,5 @@ async def archived_month_usage(store: Store, month: datetime, *, cloud: str | No
     pg = await _partitioned(store)
     if pg is None:
         return {}
-    async with pg._tx() as tx:
+    async with pg.tx() as tx:
         return await archived_usage(tx, month, cloud=cloud)

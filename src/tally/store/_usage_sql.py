@@ -156,7 +156,7 @@ async def usage_histories(
     sql, params = _keys_sql(store, scope, after, limit)
     event_filter, filter_params = _event_filter(store, scope)
     histories: list[tuple[ResourceKey, list[StoredEvent]]] = []
-    async with store._tx() as tx:
+    async with store.tx() as tx:
         recs = await tx.fetchall(sql, params)
         keys = [ResourceKey(*r) for r in recs[:limit]]
         names = await size_names_of(tx, {key.cloud for key in keys})
@@ -197,7 +197,7 @@ async def _cursor_stream(
         f"t.event_type, t.project_id, {state}, (t.payload->'size')::text FROM ({keys}) AS k JOIN events AS t "
         f"{_JOIN.format('cloud', 'resource_type', 'resource_id')} WHERE {event_filter} {_ORDER}"
     )
-    async with store._tx() as tx:
+    async with store.tx() as tx:
         if not isinstance(tx, StreamingTx):
             raise TypeError(f"a {store.dialect} transaction cannot stream")
         names = await size_names_of(tx, None if scope.cloud is None else (scope.cloud,))
@@ -302,12 +302,3 @@ def _collect(
             payload["size"] = from_js(size)
         event = Event(event_id, from_ts(at), etype, platform, cloud, rtype, rid, project_id, source, payload)
         events.append(named(StoredEvent(event, from_ts(received)), names))
-
-
-class UsageReads:
-    """``Store.open_usage_stream`` for both SQL backends (``usage_histories`` is ``SqlStore``'s)."""
-
-    def open_usage_stream(
-        self: SqlSeam, scope: UsageScope, *, rows: int = STREAM_ROWS
-    ) -> AbstractAsyncContextManager[AsyncIterator[list[FactHistory]]]:
-        return open_usage_stream(self, scope, rows=rows)

@@ -7,26 +7,24 @@ or CSV lines, prices them by a price list (``rated_pages``, with ``tally.rating`
 imports the core, the rating and the store, never the HTTP layer.
 """
 
-from ._export import MAX_WINDOW as MAX_WINDOW
-from ._export import RESOURCE_COLUMNS as RESOURCE_COLUMNS
 from ._export import UsageQuery as UsageQuery
 from ._export import UsageRow as UsageRow
 from ._export import WindowError as WindowError
 from ._export import check_window as check_window
-from ._export import folded_batches as folded_batches
 from ._export import group_rows as group_rows
 from ._export import resource_page as resource_page
 from ._export import resource_pages as resource_pages
 from ._export import resources_in_scope as resources_in_scope
 from ._export import rows_after as rows_after
+from ._focus_write import write_focus as write_focus
 from ._format import csv_header as csv_header
 from ._format import csv_rows as csv_rows
 from ._format import csv_text as csv_text
 from ._format import quantity_members as quantity_members
 from ._format import row_json as row_json
-from ._period_closer import REASON as REASON
-from ._period_closer import close_and_correct as close_and_correct
 from ._period_closer import run_period_closer as run_period_closer
+from ._periods import close_month as close_month
+from ._periods import correct_month as correct_month
 from ._rated import price_list_of as price_list_of
 from ._rated import rated_pages as rated_pages
 from ._rated import stored_price_list as stored_price_list
@@ -37,9 +35,6 @@ from ._read import ExportError as ExportError
 from ._read import read_export as read_export
 
 __all__ = [
-    "MAX_WINDOW",
-    "REASON",
-    "RESOURCE_COLUMNS",
     "ExportError",
     "ExportedLine",
     "ExportedUsage",
@@ -47,11 +42,11 @@ __all__ = [
     "UsageRow",
     "WindowError",
     "check_window",
-    "close_and_correct",
+    "close_month",
+    "correct_month",
     "csv_header",
     "csv_rows",
     "csv_text",
-    "folded_batches",
     "group_rows",
     "price_list_of",
     "quantity_members",
@@ -64,5 +59,6 @@ __all__ = [
     "rows_after",
     "run_period_closer",
     "stored_price_list",
+    "write_focus",
     "write_rated",
 ]

@@ -30,7 +30,7 @@ from tally.core import (
     fact_usage,
     resource_usage,
 )
-from tally.store import ResourceFilter, Store, UsageScope
+from tally.store import EventsRole, ProjectionRole, ResourceFilter, UsageScope
 
 MAX_WINDOW = timedelta(days=397)  # a year and a month: last year's invoices, with a margin
 RESOURCE_COLUMNS = ("cloud", "resource_type", "resource_id", "project_id")
@@ -112,7 +112,7 @@ def _page_rows(items: Sequence[tuple[ResourceKey, list[StoredEvent]]], query: Us
 
 
 async def resource_page(
-    store: Store, query: UsageQuery, *, limit: int, after: ResourceKey | None = None
+    store: EventsRole, query: UsageQuery, *, limit: int, after: ResourceKey | None = None
 ) -> tuple[list[UsageRow], ResourceKey | None, int]:
     """The lines of up to ``limit`` resources after ``after``: (rows, next key or None, resources read)."""
     page = await store.usage_histories(query.scope, limit=limit, after=after)
@@ -155,7 +155,10 @@ def _fact_rows(query: UsageQuery, batch: FactHistories) -> list[UsageRow]:
 
 
 async def folded_batches(
-    store: Store, query: UsageQuery, fold: Callable[[FactHistories], _T], progress: Progress | None = None
+    store: EventsRole,
+    query: UsageQuery,
+    fold: Callable[[FactHistories], _T],
+    progress: Progress | None = None,
 ) -> AsyncGenerator[_T, None]:
     """``fold`` of every batch of the query's facts, in key order (the rated export's reader too)."""
     async with store.open_usage_stream(query.scope) as batches:
@@ -166,7 +169,7 @@ async def folded_batches(
 
 
 async def resource_pages(
-    store: Store, query: UsageQuery, *, progress: Progress | None = None
+    store: EventsRole, query: UsageQuery, *, progress: Progress | None = None
 ) -> AsyncGenerator[list[UsageRow], None]:
     """Every per-resource line of the query, a chunk of resources at a time, in key order."""
     async for rows in folded_batches(store, query, partial(_fact_rows, query), progress):
@@ -187,7 +190,9 @@ def _add_groups(query: UsageQuery, totals: dict[GroupKey, UsageLine], batch: Fac
         )
 
 
-async def group_rows(store: Store, query: UsageQuery, *, progress: Progress | None = None) -> list[UsageRow]:
+async def group_rows(
+    store: EventsRole, query: UsageQuery, *, progress: Progress | None = None
+) -> list[UsageRow]:
     """The lines of every group of ``query.columns`` and state, ordered by their values."""
     totals: dict[GroupKey, UsageLine] = {}
     async with store.open_usage_stream(query.scope) as batches:
@@ -199,7 +204,7 @@ async def group_rows(store: Store, query: UsageQuery, *, progress: Progress | No
     ]
 
 
-async def resources_in_scope(store: Store, query: UsageQuery) -> int:
+async def resources_in_scope(store: ProjectionRole, query: UsageQuery) -> int:
     """How many projection rows the query may read: the total of a progress bar."""
     filters = ResourceFilter(
         cloud=query.cloud,

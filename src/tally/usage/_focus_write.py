@@ -5,7 +5,7 @@ usage rated line by line (cut where a project changes account), rows written as 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import IO
+from typing import IO, Protocol
 
 from tally.core import utc_now
 from tally.rating import (
@@ -15,7 +15,7 @@ from tally.rating import (
     AccountSpan,
     BillingAccounts,
     Cell,
-    Correction,
+    CorrectionReason,
     FocusContext,
     FocusParquetWriter,
     PriceList,
@@ -23,7 +23,7 @@ from tally.rating import (
     focus_texts,
     rated_line_of,
 )
-from tally.store import BillingPeriod, PeriodLine, Project, Store
+from tally.store import BillingPeriod, BillingRole, EventsRole, PeriodLine, Project, ProjectsRole
 
 from ._export import Progress, UsageQuery
 from ._format import csv_text
@@ -31,7 +31,12 @@ from ._periods import pending_corrections
 from ._rated import rated_pages, stored_price_list
 
 
-async def _projects(store: Store) -> dict[str, Project]:
+class FocusStore(EventsRole, BillingRole, ProjectsRole, Protocol):
+    """What a FOCUS export reads: the usage it rates, the price lists and corrections of closed
+    periods, and the billing accounts of the project registry."""
+
+
+async def _projects(store: ProjectsRole) -> dict[str, Project]:
     out: dict[str, Project] = {}
     after = None
     while True:
@@ -42,7 +47,7 @@ async def _projects(store: Store) -> dict[str, Project]:
         after = page.next_key
 
 
-async def billing_accounts(store: Store, start: datetime, end: datetime) -> BillingAccounts:
+async def billing_accounts(store: ProjectsRole, start: datetime, end: datetime) -> BillingAccounts:
     """The accounts of ``[start, end)``: the registry's ``billing_account`` relations valid in it."""
     projects = await _projects(store)
     names = {(p.cloud, p.external_id): p.name for p in projects.values()}
@@ -59,7 +64,7 @@ async def billing_accounts(store: Store, start: datetime, end: datetime) -> Bill
 
 
 async def write_focus(
-    store: Store,
+    store: FocusStore,
     query: UsageQuery,
     price_list: PriceList,
     fmt: str,
@@ -100,9 +105,9 @@ async def write_focus(
 
 
 async def _correction_cells(
-    store: Store, ctx: FocusContext, period: BillingPeriod, line: PeriodLine
+    store: BillingRole, ctx: FocusContext, period: BillingPeriod, line: PeriodLine
 ) -> list[Cell]:
     """A correction line's FOCUS row, priced by its period's list, billed in this export's period."""
     prices = await stored_price_list(store, period.price_list)
     own = FocusContext(ctx.period_start, ctx.period_end, prices, ctx.accounts, ctx.provider)
-    return focus_cells(rated_line_of(line.line), own, Correction(line.reason or "", line.sync_run))
+    return focus_cells(rated_line_of(line.line), own, CorrectionReason(line.reason or "", line.sync_run))

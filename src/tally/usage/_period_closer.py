@@ -14,23 +14,29 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Protocol
 
 import anyio
 
 from tally.actors import ActorContext
 from tally.core import utc_now
 from tally.rating import PeriodError, month_of
-from tally.store import Store, StoreError
+from tally.store import StoreError, SyncRecordsRole
 
-from ._periods import close_month, correct_month, due_months
+from ._periods import PeriodsStore, close_month, correct_month, due_months
 
 log = logging.getLogger(__name__)
+
+
+class CloserStore(PeriodsStore, SyncRecordsRole, Protocol):
+    """What the closer uses: the periods' store, and the sync runs that name a correction's run."""
+
 
 REASON = "usage changed after the close (late notifications or a sync's corrections)"
 
 
 async def close_and_correct(
-    store: Store, cloud: str, price_list: str, now: datetime, *, grace: timedelta
+    store: CloserStore, cloud: str, price_list: str, now: datetime, *, grace: timedelta
 ) -> tuple[list[str], int]:
     """One tick: the months closed, and the correction lines recorded for the newest closed month."""
     closed = []
@@ -56,7 +62,7 @@ async def close_and_correct(
 
 
 async def run_period_closer(
-    store: Store,
+    store: CloserStore,
     cloud: str,
     price_list: str,
     ctx: ActorContext,

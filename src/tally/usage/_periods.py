@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Protocol
 
 from tally.core import UsageWindow, format_instant
 from tally.rating import (
@@ -26,10 +27,14 @@ from tally.rating import (
     rated_json,
     state_of,
 )
-from tally.store import BillingPeriod, PeriodLine, Store
+from tally.store import BillingPeriod, BillingRole, EventsRole, PeriodLine
 
 from ._export import UsageQuery
 from ._rated import rated_pages, stored_price_list
+
+
+class PeriodsStore(BillingRole, EventsRole, Protocol):
+    """What closing or correcting a period uses: its price list and periods, and the usage it rates."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +56,7 @@ class Corrected:
 
 
 async def _rated(
-    store: Store,
+    store: EventsRole,
     cloud: str,
     bounds: tuple[datetime, datetime],
     price_list: PriceList,
@@ -66,7 +71,7 @@ async def _rated(
     return out
 
 
-async def close_month(store: Store, cloud: str, month: str, price_list: str, now: datetime) -> Closed:
+async def close_month(store: PeriodsStore, cloud: str, month: str, price_list: str, now: datetime) -> Closed:
     """Close ``month`` of ``cloud`` at ``now``: its lines rated as of now, frozen. Refused (``PeriodError``)
     before the month has ended, or when it is closed already."""
     start, end = month_bounds(month)
@@ -85,7 +90,7 @@ async def close_month(store: Store, cloud: str, month: str, price_list: str, now
 
 
 async def correct_month(
-    store: Store, cloud: str, month: str, now: datetime, *, reason: str, sync_run: str | None = None
+    store: PeriodsStore, cloud: str, month: str, now: datetime, *, reason: str, sync_run: str | None = None
 ) -> Corrected:
     """Record the differences between ``month`` rated now and what it booked (``PeriodError`` when it
     is not closed). Nothing is recorded when nothing changed."""
@@ -109,7 +114,9 @@ def _next_month(start: datetime) -> datetime:
     return month_bounds(start.strftime("%Y-%m"))[1]
 
 
-async def due_months(store: Store, cloud: str, now: datetime, grace: timedelta = DEFAULT_GRACE) -> list[str]:
+async def due_months(
+    store: BillingRole, cloud: str, now: datetime, grace: timedelta = DEFAULT_GRACE
+) -> list[str]:
     """The months of ``cloud`` due to close at ``now``, oldest first: each month after the newest one
     closed (a daemon that was down closes what it missed), or, when none ever closed, the month before
     now's; a month is due once its grace is over (the daemon's closer asks this at each tick)."""
@@ -127,7 +134,7 @@ async def due_months(store: Store, cloud: str, now: datetime, grace: timedelta =
 
 
 async def pending_corrections(
-    store: Store, cloud: str | None, before: datetime
+    store: BillingRole, cloud: str | None, before: datetime
 ) -> list[tuple[BillingPeriod, PeriodLine]]:
     """Correction lines not yet delivered, of the closed periods (of ``cloud``, or every cloud's) that
     ended by ``before``, in period and line order."""

@@ -12,7 +12,7 @@ from datetime import datetime
 from functools import partial
 
 from tally.rating import PriceList, RatedLine, Rater, RatingError, parse_price_list
-from tally.store import Store, StoredPriceList
+from tally.store import BillingRole, EventsRole, StoredPriceList
 
 from ._export import FactHistories, Progress, UsageQuery, folded_batches
 
@@ -27,7 +27,7 @@ def price_list_of(stored: StoredPriceList) -> PriceList:
     return parse_price_list(doc)
 
 
-async def stored_price_list(store: Store, name: str) -> PriceList:
+async def stored_price_list(store: BillingRole, name: str) -> PriceList:
     """The stored price list ``name``; ``LookupError`` when the store has none of that name."""
     stored = await store.get_price_list(name)
     if stored is None:
@@ -51,7 +51,7 @@ def _rate_batch(
 
 
 async def rated_pages(
-    store: Store,
+    store: EventsRole,
     query: UsageQuery,
     price_list: PriceList,
     *,

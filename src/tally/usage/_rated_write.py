@@ -22,7 +22,7 @@ from tally.rating import (
     rated_json,
     totals_json,
 )
-from tally.store import Store
+from tally.store import EventsRole
 
 from ._export import Progress, UsageQuery
 from ._format import csv_text
@@ -41,7 +41,7 @@ def rated_json_head(query: UsageQuery, price_list: PriceList) -> bytes:
 
 
 async def write_rated(
-    store: Store,
+    store: EventsRole,
     query: UsageQuery,
     price_list: PriceList,
     fmt: str,

@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import httpx
 
+from tally.simulation import serve_fake_cloud
 from tally.simulator import VirtualClock, World, WorldBuilder, create_fake_cloud_app
 from tally.simulator.fakecloud import (
     ADMIN_PASSWORD,
@@ -21,7 +22,6 @@ from tally.simulator.fakecloud import (
     MEMBER_USER,
     ApiFaults,
     FakeCloudState,
-    serve_fake_cloud,
 )
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)

@@ -14,14 +14,14 @@ import httpx
 import pytest
 from fakecloud_support import serve, small_world
 
+from tally.cli import simulator as commands
 from tally.config import Settings
-from tally.simulator import commands
 
 
 def _start(*args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "TALLY_SIM_HTTP_ADDR": "127.0.0.1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "tally.daemon", "simulator", "serve", *args],
+        [sys.executable, "-m", "tally", "simulator", "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

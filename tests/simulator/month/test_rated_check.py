@@ -11,13 +11,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tally.cli import main
 from tally.core import format_instant, parse_event
-from tally.daemon.cli import main
 from tally.rating import RatedExportError, RatingError, load_price_list, read_rated
+from tally.simulation.rated_check import check_rated, rated_summary
 from tally.simulator._verdict import Judgement
 from tally.simulator.compare import Comparison, Difference, ResourceDiff
 from tally.simulator.oracle import Oracle, OracleInterval, OracleResource
-from tally.simulator.rated_check import check_rated, rated_summary
 from tally.store import open_store
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)

@@ -8,7 +8,8 @@ import orjson
 import pytest
 from simmonth_cache import july_with
 
-from tally.collector import Mapped, Skipped, Unparseable, map_notification
+from tally.collector import Mapped, Skipped, map_notification
+from tally.collector.internals import Unparseable
 from tally.core import Category, category_of
 from tally.simulator import FaultError, Month, parse_faults
 from tally.simulator.notifications import tally_type

@@ -8,10 +8,10 @@ from decimal import Decimal
 
 import pytest
 
+from tally.simulation.usage_check import check_usage, summary_lines
 from tally.simulator._verdict import Judgement
 from tally.simulator.compare import Comparison, Difference, ResourceDiff
 from tally.simulator.oracle import Oracle, OracleInterval, OracleResource
-from tally.simulator.usage_check import check_usage, summary_lines
 from tally.usage import ExportError, read_export
 
 T0 = datetime(2026, 7, 1, tzinfo=UTC)

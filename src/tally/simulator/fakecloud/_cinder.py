@@ -155,7 +155,7 @@ def volumes_detail(ctx: Ctx, version: tuple[int, int], root: str, url_project: s
             return None
         return seg
 
-    rows = page(ctx.world, "volume", start, effective, admit)
+    rows = page(ctx.world, "volume", start, effective, admit, at=ctx.instant)
     body: dict[str, Any] = {"volumes": [_volume(ctx, r, seg, version, root, url_project) for r, seg in rows]}
     if rows and len(rows) >= effective:
         params = [(k, v) for k, v in args.items(multi=True) if k != "marker"] + [

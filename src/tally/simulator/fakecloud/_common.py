@@ -94,19 +94,30 @@ Admit = Callable[[Resource], Segment | bool | None]
 
 
 def page(
-    world: World, resource_type: str, start: int, limit: int, admit: Callable[[Resource], Any]
+    world: World,
+    resource_type: str,
+    start: int,
+    limit: int,
+    admit: Callable[[Resource], Any],
+    *,
+    at: datetime,
 ) -> list[tuple[Resource, Any]]:
-    """Up to ``limit`` resources from index ``start`` for which ``admit`` returns something truthy."""
+    """Up to ``limit`` resources from index ``start`` for which ``admit`` returns something truthy.
+
+    A resource created after ``at`` (the instant the listing answers at) is passed over without
+    asking ``admit``, which would leave it out: most of a month's resources, most of the month."""
     resources = world.of_type(resource_type)
     out: list[tuple[Resource, Any]] = []
     index = start
     total = len(resources)
     while index < total and len(out) < limit:
         resource = resources[index]
+        index += 1
+        if resource.created_at > at:
+            continue
         seen = admit(resource)
         if seen:
             out.append((resource, seen))
-        index += 1
     return out
 
 

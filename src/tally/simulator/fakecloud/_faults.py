@@ -20,7 +20,7 @@ SERVICES: Final = ("identity", "compute", "block-storage", "network", "image", "
 LISTINGS: Final = ("instance", "deleted_instance", "volume", "floating_ip", "image", "loadbalancer")
 
 
-class FaultError(ValueError):
+class FaultDocumentError(ValueError):
     """A fault document the fake cannot take; the message names the member and the value."""
 
 
@@ -69,12 +69,12 @@ class ApiFaults:
     def update(self, doc: object) -> None:
         """Apply a (partial) fault document; nothing changes if any member is wrong."""
         if not isinstance(doc, dict):
-            raise FaultError("the faults document must be a JSON object")
+            raise FaultDocumentError("the faults document must be a JSON object")
         known = {f.name for f in fields(self)}
         staged: dict[str, Any] = {}
         for key, value in doc.items():
             if key not in known:
-                raise FaultError(f"unknown fault {key!r}; known: {sorted(known)}")
+                raise FaultDocumentError(f"unknown fault {key!r}; known: {sorted(known)}")
             staged[key] = _check(key, value)
         for key, value in staged.items():
             setattr(self, key, value)
@@ -93,12 +93,12 @@ class ApiFaults:
                 try:
                     doc.setdefault("slow", {})[service] = float(seconds)
                 except ValueError:
-                    raise FaultError(f"slow fault {value!r} is not SERVICE:SECONDS") from None
+                    raise FaultDocumentError(f"slow fault {value!r} is not SERVICE:SECONDS") from None
             elif name == "clock_ahead_s":
                 try:
                     doc[name] = float(value)
                 except ValueError:
-                    raise FaultError(f"clock_ahead_s {value!r} is not a number") from None
+                    raise FaultDocumentError(f"clock_ahead_s {value!r} is not a number") from None
             else:
                 doc[name] = True
         faults.update(doc)
@@ -107,10 +107,10 @@ class ApiFaults:
 
 def _names(key: str, value: object, allowed: tuple[str, ...]) -> set[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise FaultError(f"{key} must be a list of names")
+        raise FaultDocumentError(f"{key} must be a list of names")
     unknown = sorted(set(value) - set(allowed))
     if unknown:
-        raise FaultError(f"{key}: unknown {unknown}; known: {list(allowed)}")
+        raise FaultDocumentError(f"{key}: unknown {unknown}; known: {list(allowed)}")
     return set(value)
 
 
@@ -121,18 +121,18 @@ def _check(key: str, value: object) -> Any:
         return _names(key, value, LISTINGS)
     if key == "slow":
         if not isinstance(value, dict):
-            raise FaultError("slow must map service names to seconds")
+            raise FaultDocumentError("slow must map service names to seconds")
         _names(key, list(value), SERVICES)
         out: dict[str, float] = {}
         for service, seconds in value.items():
             if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds <= 3600:
-                raise FaultError(f"slow[{service}] must be seconds in 0..3600, not {seconds!r}")
+                raise FaultDocumentError(f"slow[{service}] must be seconds in 0..3600, not {seconds!r}")
             out[service] = float(seconds)
         return out
     if key == "clock_ahead_s":
         if isinstance(value, bool) or not isinstance(value, int | float) or abs(value) > 86400 * 365:
-            raise FaultError(f"clock_ahead_s must be a number of seconds, not {value!r}")
+            raise FaultDocumentError(f"clock_ahead_s must be a number of seconds, not {value!r}")
         return float(value)
     if not isinstance(value, bool):
-        raise FaultError(f"{key} must be true or false, not {value!r}")
+        raise FaultDocumentError(f"{key} must be true or false, not {value!r}")
     return value

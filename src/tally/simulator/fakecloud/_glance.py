@@ -116,7 +116,7 @@ def images(ctx: Ctx) -> Response:
             return None
         return seg
 
-    rows = page(ctx.world, "image", start, effective, admit)
+    rows = page(ctx.world, "image", start, effective, admit, at=ctx.instant)
     base = [(k, v) for k, v in args.items(multi=True) if k != "marker"]
     body: dict[str, Any] = {
         "images": [_image(ctx, r, seg) for r, seg in rows],

@@ -83,7 +83,7 @@ def floatingips(ctx: Ctx, root: str) -> Response:
         return seg
 
     effective = limit if limit else len(ctx.world.of_type("floating_ip"))
-    rows = page(ctx.world, "floating_ip", start, effective, admit)
+    rows = page(ctx.world, "floating_ip", start, effective, admit, at=ctx.instant)
     body: dict[str, Any] = {"floatingips": [_fip(ctx, r, seg) for r, seg in rows]}
     if limit:
         links = []

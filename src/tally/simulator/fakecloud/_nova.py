@@ -303,6 +303,10 @@ class _ServerFilter:
 
     def _listed(self, r: Resource) -> Any:
         instant, since, deleted_flag = self.instant, self.since, self.deleted_flag
+        if r.created_at > instant:
+            # Not created yet (most of a month's servers, most of the month): the listing's commonest
+            # answer, before the other checks.
+            return None
         if r.terminated_at is not None and r.terminated_at <= instant:
             if deleted_flag is False or (deleted_flag is None and since is None):
                 return None
@@ -368,7 +372,7 @@ def servers_detail(ctx: Ctx, version: tuple[int, int], root: str) -> Response:
         if position is None:
             return fault(400, f"marker [{marker}] not found", headers)
         start = position
-    rows = page(ctx.world, "instance", start, effective, wanted.admit)
+    rows = page(ctx.world, "instance", start, effective, wanted.admit, at=ctx.instant)
     servers = [_server(ctx, r, None if seen == "deleted" else seen, version, root) for r, seen in rows]
     body: dict[str, Any] = {"servers": servers}
     if rows and len(rows) == effective:

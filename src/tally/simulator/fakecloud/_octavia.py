@@ -116,7 +116,7 @@ def loadbalancers(ctx: Ctx, root: str) -> Response:
             return None
         return seg
 
-    rows = page(ctx.world, "loadbalancer", start, effective, admit)
+    rows = page(ctx.world, "loadbalancer", start, effective, admit, at=ctx.instant)
     body: dict[str, Any] = {"loadbalancers": [_lb(ctx, r, seg) for r, seg in rows]}
     links = []
     kept = [(k, v) for k, v in args.items(multi=True) if k in ("limit", "sort", "sort_key", "sort_dir")]

@@ -14,14 +14,14 @@ from datetime import datetime, timedelta
 
 from .._streams import draw_uuid, jitter
 from ..notifications import BILLABLE_TYPES, Notification
-from ..world import Draft, Flavor, Project, VolumeType, WorldBuilder
+from ..world import Draft, Flavor, VolumeType, WorldBuilder, WorldProject
 
 SECOND = timedelta(seconds=1)
 
 
 @dataclass
 class Tenant:
-    project: Project
+    project: WorldProject
     user_id: str
     workload: str
     ids: random.Random

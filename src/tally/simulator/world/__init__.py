@@ -8,7 +8,7 @@ writes it, and the notifications and the oracle are derived from it.
 
 One module per concern, arrows pointing down the list:
 
-- ``_model``: the parts (:class:`Project`, :class:`Flavor`, :class:`VolumeType`,
+- ``_model``: the parts (:class:`WorldProject`, :class:`Flavor`, :class:`VolumeType`,
   :class:`Segment`, :class:`Resource`) and a resource's facts at an instant;
 - ``_rules``: the states, transition markers and size facts each type may carry, and the
   checks that raise :class:`WorldError`;
@@ -21,11 +21,11 @@ from ._builder import Draft as Draft
 from ._builder import WorldBuilder as WorldBuilder
 from ._model import RESOURCE_TYPES as RESOURCE_TYPES
 from ._model import Flavor as Flavor
-from ._model import Project as Project
 from ._model import Resource as Resource
 from ._model import ResourceType as ResourceType
 from ._model import Segment as Segment
 from ._model import VolumeType as VolumeType
+from ._model import WorldProject as WorldProject
 from ._rules import SIZE_FACTS as SIZE_FACTS
 from ._rules import STATES as STATES
 from ._rules import TRANSITIONS as TRANSITIONS
@@ -42,7 +42,6 @@ __all__ = [
     "WORLD_FORMAT",
     "Draft",
     "Flavor",
-    "Project",
     "Resource",
     "ResourceType",
     "Segment",
@@ -50,5 +49,6 @@ __all__ = [
     "World",
     "WorldBuilder",
     "WorldError",
+    "WorldProject",
     "WorldView",
 ]

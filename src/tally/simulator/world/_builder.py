@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from tally.core import as_utc, format_instant
 
-from ._model import Flavor, Project, Resource, ResourceType, Segment, VolumeType
+from ._model import Flavor, Resource, ResourceType, Segment, VolumeType, WorldProject
 from ._rules import WorldError
 from ._world import World
 
@@ -124,7 +124,7 @@ class WorldBuilder:
         self.cloud = cloud
         self.period_from = as_utc(period_from)
         self.period_to = as_utc(period_to)
-        self._projects: list[Project] = []
+        self._projects: list[WorldProject] = []
         self._flavors: list[Flavor] = []
         self._vtypes: list[VolumeType] = []
         self._drafts: list[Draft] = []
@@ -134,9 +134,9 @@ class WorldBuilder:
         self._counter += 1
         return str(uuid.uuid5(_ID_NAMESPACE, f"{self.cloud}/{kind}/{self._counter}"))
 
-    def project(self, name: str, *, project_id: str | None = None) -> Project:
+    def project(self, name: str, *, project_id: str | None = None) -> WorldProject:
         pid = project_id or hashlib.md5(f"{self.cloud}/project/{name}".encode()).hexdigest()
-        project = Project(id=pid, name=name)
+        project = WorldProject(id=pid, name=name)
         self._projects.append(project)
         return project
 
@@ -171,7 +171,7 @@ class WorldBuilder:
     def add(
         self,
         resource_type: ResourceType,
-        project: Project | str,
+        project: WorldProject | str,
         *,
         created_at: datetime,
         state: str,
@@ -184,7 +184,7 @@ class WorldBuilder:
     ) -> Draft:
         """A resource of any type; ``facts`` are the size facts of :class:`Segment`."""
         rid = resource_id or self._uuid(resource_type)
-        pid = project.id if isinstance(project, Project) else project
+        pid = project.id if isinstance(project, WorldProject) else project
         first = Segment(
             start=as_utc(created_at), end=None, state=state, project_id=pid, transition=transition, **facts
         )
@@ -201,7 +201,7 @@ class WorldBuilder:
 
     def instance(
         self,
-        project: Project | str,
+        project: WorldProject | str,
         flavor: Flavor,
         *,
         created_at: datetime,
@@ -225,7 +225,7 @@ class WorldBuilder:
 
     def volume(
         self,
-        project: Project | str,
+        project: WorldProject | str,
         vtype: VolumeType,
         *,
         size_gb: int,
@@ -243,12 +243,14 @@ class WorldBuilder:
             **kw,
         )
 
-    def floating_ip(self, project: Project | str, *, address: str, created_at: datetime, **kw: Any) -> Draft:
+    def floating_ip(
+        self, project: WorldProject | str, *, address: str, created_at: datetime, **kw: Any
+    ) -> Draft:
         return self.add("floating_ip", project, created_at=created_at, state="active", address=address, **kw)
 
     def image(
         self,
-        project: Project | str,
+        project: WorldProject | str,
         *,
         size_bytes: int | None,
         created_at: datetime,
@@ -258,7 +260,13 @@ class WorldBuilder:
         return self.add("image", project, created_at=created_at, state=state, size_bytes=size_bytes, **kw)
 
     def loadbalancer(
-        self, project: Project | str, *, created_at: datetime, listeners: int = 0, pools: int = 0, **kw: Any
+        self,
+        project: WorldProject | str,
+        *,
+        created_at: datetime,
+        listeners: int = 0,
+        pools: int = 0,
+        **kw: Any,
     ) -> Draft:
         return self.add(
             "loadbalancer",

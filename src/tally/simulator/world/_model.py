@@ -37,7 +37,7 @@ RESOURCE_TYPES: Final[tuple[ResourceType, ...]] = (
 
 
 @dataclass(frozen=True, slots=True)
-class Project:
+class WorldProject:
     """A keystone project: ``id`` is 32 lower-case hex digits, as keystone writes them."""
 
     id: str

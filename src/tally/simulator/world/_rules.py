@@ -14,7 +14,7 @@ from typing import Final
 
 from tally.core import format_instant
 
-from ._model import RESOURCE_TYPES, Flavor, Project, Resource, VolumeType
+from ._model import RESOURCE_TYPES, Flavor, Resource, VolumeType, WorldProject
 
 #: Canonical states a segment may carry, per type (the states Tally's mapping produces).
 STATES: Final[Mapping[str, frozenset[str]]] = {
@@ -128,7 +128,7 @@ def check_project_id(pid: str) -> None:
 
 def check_resource(
     r: Resource,
-    projects: Mapping[str, Project],
+    projects: Mapping[str, WorldProject],
     flavors: Mapping[str, Flavor],
     vtypes: Mapping[str, VolumeType],
 ) -> None:

@@ -23,7 +23,7 @@ import orjson
 
 from tally.core import as_utc, format_instant, parse_instant
 
-from ._model import RESOURCE_TYPES, Flavor, Project, Resource, Segment, VolumeType
+from ._model import RESOURCE_TYPES, Flavor, Resource, Segment, VolumeType, WorldProject
 from ._rules import ALL_SIZE_FACTS, WorldError, check_project_id, check_resource
 
 WORLD_FORMAT: Final = 1
@@ -40,7 +40,7 @@ class World:
     cloud: str
     period_from: datetime
     period_to: datetime
-    projects: tuple[Project, ...]
+    projects: tuple[WorldProject, ...]
     flavors: tuple[Flavor, ...]
     volume_types: tuple[VolumeType, ...]
     resources: tuple[Resource, ...]
@@ -49,7 +49,7 @@ class World:
     _by_id: dict[str, Resource] = field(init=False, repr=False)
     _flavors: dict[str, Flavor] = field(init=False, repr=False)
     _volume_types: dict[str, VolumeType] = field(init=False, repr=False)
-    _projects: dict[str, Project] = field(init=False, repr=False)
+    _projects: dict[str, WorldProject] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.period_to <= self.period_from:
@@ -103,7 +103,7 @@ class World:
     def volume_type(self, type_id: str) -> VolumeType | None:
         return self._volume_types.get(type_id)
 
-    def project(self, project_id: str) -> Project | None:
+    def project(self, project_id: str) -> WorldProject | None:
         return self._projects.get(project_id)
 
     def answer_instant(self, virtual_now: datetime) -> datetime:
@@ -141,7 +141,7 @@ class World:
                 cloud=str(doc["cloud"]),
                 period_from=parse_instant(doc["period_from"]),
                 period_to=parse_instant(doc["period_to"]),
-                projects=tuple(Project(**p) for p in doc["projects"]),
+                projects=tuple(WorldProject(**p) for p in doc["projects"]),
                 flavors=tuple(Flavor(**f) for f in doc["flavors"]),
                 volume_types=tuple(VolumeType(**v) for v in doc["volume_types"]),
                 resources=tuple(_resource_from_doc(r) for r in doc["resources"]),
