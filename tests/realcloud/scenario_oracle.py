@@ -3,8 +3,10 @@
 Each recorded change (``scenario_records``) has a window, the seconds the service's records allow;
 the oracle dates it at the one instant in the window where the store starts the same facts (or ends
 the resource) by a booking that claims the platform's instant: a collector event, or a sync's
-``missed create`` / ``reported delete`` dated at the instant the listing reports. A change the store
-has nowhere in its window (lost, or booked at a poll) is dated at the window's start, and the
+``missed create`` / ``reported delete`` dated at the instant the listing reports. The instant a
+listing reports (``Change.reported``: nova's ``terminated_at``, to the second) counts as in the window
+even where the phase that made the change began later in that second: the seeds book it there. A
+change the store has nowhere in its window (lost, or booked at a poll) is dated at the window's start, and the
 comparison of ``tally.simulator.compare`` decides under the month's rules: a poll-dated correction by
 the first run that could book it is tolerated, anything else is off. Printed like ``tally simulate``:
 a table per resource type, the totals, the causes, every differing span; and for each resource off,
@@ -81,7 +83,11 @@ def dated(
     out = []
     for change in sorted(changes, key=lambda c: c.lo):
         want = _norm(change.facts)
-        pinned = [at for at, facts in stored if facts == want and change.lo <= at < change.hi]
+        pinned = [
+            at
+            for at, facts in stored
+            if facts == want and (change.lo <= at < change.hi or at == change.reported)
+        ]
         out.append((pinned[0] if pinned else change.lo, change.facts))
     return out
 

@@ -44,6 +44,10 @@ class Change:
     hi: datetime
     facts: Facts | None  # None: the resource is gone
     what: str  # the record it rests on, for the report
+    # The instant the platform's listing reports for the change, which the seeds' rules book even where
+    # the window opens later: nova's ``terminated_at`` is stored to the second, so a reported delete is
+    # dated at the second's start though the phase that made it began inside that second.
+    reported: datetime | None = None
 
 
 @dataclass
@@ -221,13 +225,19 @@ def read_servers(
                     key, Change(*window(start, finish, after), (state, project, dict(size)), f"nova {action}")
                 )
         if terminated is not None:
-            # A shelved (offloaded) server is deleted by the API alone: its delete has no compute event.
-            finish = max(
-                (f for a, e in events.get(uuid, {}).values() if a == "delete" for _, f in e.values()),
-                default=terminated,
-            )
-            after = made_after(terminated, MADE_BY["delete"], (ops or {}).get(uuid, ()), began)
-            records.add(key, Change(*window(terminated, finish, after), None, "nova terminated_at"))
+            finished = [f for a, e in events.get(uuid, {}).values() if a == "delete" for _, f in e.values()]
+            records.add(key, server_gone(terminated, finished, (ops or {}).get(uuid, ()), began))
+
+
+def server_gone(
+    terminated: datetime, finished: Sequence[datetime], ops: Sequence[str], began: Sequence[datetime]
+) -> Change:
+    """The delete of a server nova records at ``terminated`` (to the second), its compute events
+    finished at ``finished`` (none for a shelved, offloaded server: the API alone deletes it). The
+    deleted-servers listing reports that second, so a reported delete is booked there (``reported``)."""
+    after = made_after(terminated, MADE_BY["delete"], ops, began)
+    finish = max(finished, default=terminated)
+    return Change(*window(terminated, finish, after), None, "nova terminated_at", reported=terminated)
 
 
 def _reverted(flavors: list[tuple[dict[str, Any], dict[str, Any]]], size: dict[str, Any]) -> dict[str, Any]:

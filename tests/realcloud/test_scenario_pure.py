@@ -21,6 +21,7 @@ from scenario_records import (
     lb_changes,
     made_after,
     read_ips,
+    server_gone,
     volume_changes,
     window,
 )
@@ -234,3 +235,55 @@ def test_an_image_deleted_just_after_a_poll_in_its_recorded_second_is_placed_aft
     image_changes(records, PROJECT, [row], {"img": ("create", "delete")}, began)
     gone = records.changes[("image", "img")][-1]
     assert gone.facts is None and gone.lo == began[1] > polled
+
+
+# -- a delete nova reports at its stored second, inside which the deleting phase began --------------
+
+
+def _gone_by_sync(fraction: float, notified: float | None, reported: bool = True) -> Comparison:
+    """The real-cloud lane's flake of 2026-12-04, for any point of the second: a server created at
+    T0 + 10.6 is deleted by a phase that began at ``fraction`` into second 30; nova stores 14:00:30 as
+    its ``terminated_at``; the delete notification arrives ``notified`` s after the phase began, or is
+    lost (None), and a run at 33.5 finds the server in the deleted-servers listing and books it at 30."""
+    second = _at(30)
+    began = [_at(-30), _at(8), second + timedelta(seconds=fraction)]
+    records = Records()
+    records.add(("instance", "i-1"), Change(*window(_at(10)), ("active", "p", {"vcpus": 1}), "nova create"))
+    gone = server_gone(second, [second + timedelta(seconds=1)], ("create", "", "delete"), began)
+    records.add(("instance", "i-1"), gone if reported else Change(gone.lo, gone.hi, None, gone.what))
+    history = [
+        _event(_at(10.6), "compute.instance.create.end", "collector", state="active", size={"vcpus": 1}),
+        _event(
+            second,
+            "sync.delete",
+            "reconciliation",
+            provider={"reason": "reported delete", "sync_run_id": "r2"},
+        ),
+    ]
+    if notified is not None:
+        history.append(
+            _event(began[2] + timedelta(seconds=notified), "compute.instance.delete.end", "collector")
+        )
+    runs = tuple(
+        SyncRun(run_id, _at(at), True, frozenset({"instance"}), frozenset())
+        for run_id, at in (("r1", 20.0), ("r2", 33.5))
+    )
+    stored = StoredRecord({("instance", "i-1"): tuple(history)}, runs)
+    _, comparison = judge(records, stored, cloud="c", seed=1, project="p", period=(_at(0), _at(60)))
+    return comparison
+
+
+@given(
+    fraction=st.floats(min_value=0.001, max_value=0.999),
+    notified=st.none() | st.floats(min_value=3.6, max_value=20.0),
+)
+def test_a_reported_delete_at_novas_stored_second_is_exact_though_the_phase_began_inside_it(
+    fraction: float, notified: float | None
+) -> None:
+    comparison = _gone_by_sync(fraction, notified)
+    assert comparison.off == 0 and comparison.resources == ()
+
+
+def test_without_the_reported_second_the_same_store_is_a_delete_early() -> None:
+    comparison = _gone_by_sync(0.322193, 4.0, reported=False)
+    assert comparison.off == 1 and comparison.off_by_cause == {"delete early": 1}
