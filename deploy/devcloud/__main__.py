@@ -1,5 +1,5 @@
-"""``scripts/devcloud install|start|stop|status|env``: one line per step, a DevcloudError or a bad
-setting as one line on stderr with exit 2."""
+"""``scripts/devcloud install|start|stop|status|env|restart PROGRAM...``: one line per step, a
+DevcloudError or a bad setting as one line on stderr with exit 2."""
 
 from __future__ import annotations
 
@@ -28,8 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="scripts/devcloud", description="the development cloud (docs/devcloud.md)"
     )
-    parser.add_argument("command", choices=("install", "start", "stop", "status", "env"))
+    parser.add_argument("command", choices=("install", "start", "stop", "status", "env", "restart"))
+    parser.add_argument("programs", nargs="*", help="restart: the programs, e.g. cinder-volume")
     args = parser.parse_args(argv)
+    if bool(args.programs) != (args.command == "restart"):
+        parser.error("restart takes the programs to restart; no other command takes any")
     try:
         layout = from_env()
         if args.command == "install":
@@ -37,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
             _say(f"installed in {seconds:.0f}s" if seconds else f"{layout.venv} already holds the lock")
         elif args.command == "start":
             cloud.start(layout, _say)
+        elif args.command == "restart":
+            cloud.restart(layout, args.programs, _say)
         elif args.command == "stop":
             cloud.stop(layout, _say)
             _say("stopped")

@@ -178,6 +178,10 @@ def cinder(layout: Layout, password: str) -> Sections:
         "scheduler_driver_init_wait_time": "5",
         "api_paste_config": str(layout.etc / "cinder" / "api-paste.ini"),
         "osapi_volume_workers": "1",
+        # The backend's capabilities reach a scheduler that missed its start-up fanout on the next
+        # stats period: 10 s instead of 60 keeps a start from waiting a minute for it.
+        "backend_stats_polling_interval": "10",
+        "periodic_interval": "10",
     }
     sections["fake"] = {
         "volume_driver": "cinder.tests.fake_driver.FakeLoggingVolumeDriver",

@@ -127,16 +127,23 @@ def exited(layout: Layout, name: str) -> bool:
 
 def stop_all(layout: Layout) -> list[str]:
     """SIGTERM every program's session, SIGKILL what is left after the grace; the names stopped."""
-    alive = running(layout)
+    stopped = stop(layout, set(running(layout)))
+    for pid_file in layout.run.glob("*.pid") if layout.run.is_dir() else []:
+        pid_file.unlink()
+    return stopped
+
+
+def stop(layout: Layout, names: set[str]) -> list[str]:
+    """SIGTERM the named programs' sessions, SIGKILL what is left after the grace; the names stopped."""
+    alive = {name: pid for name, pid in running(layout).items() if name in names}
     for pid in alive.values():
         _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE_S
     while time.monotonic() < deadline and any(_ours(layout, pid) for pid in alive.values()):
         time.sleep(0.2)
-    for pid in alive.values():
+    for name, pid in alive.items():
         _signal_group(pid, signal.SIGKILL)
-    for pid_file in layout.run.glob("*.pid") if layout.run.is_dir() else []:
-        pid_file.unlink()
+        (layout.run / f"{name}.pid").unlink(missing_ok=True)
     return sorted(alive)
 
 

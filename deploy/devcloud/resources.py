@@ -1,6 +1,13 @@
 """The last steps of a start, through the real APIs as the admin: wait for the compute host and the
 volume backend to report, map the host into its cell, then make a flavor, an image and a network
-that a server, a volume or a floating IP can be created from at once."""
+that a server, a volume or a floating IP can be created from at once.
+
+"Reported" means what the schedulers need, not only a service heartbeat: a service is listed "up" as
+soon as its row exists, before nova-compute has put its resource provider into placement and before
+cinder-scheduler has heard the volume backend's capabilities. The backend announces those on a
+fanout that the scheduler misses when both start in the same second, and repeats them only on its
+stats period; a volume asked for in that gap goes to ``error`` ("No valid backend"), as the
+real-cloud lane's first volume did in CI on 2026-12-04."""
 
 from __future__ import annotations
 
@@ -46,12 +53,28 @@ def wait_for_backends(admin: Admin, deadline: float) -> None:
         listed = admin.call("GET", "nova", "/v2.1/os-services?binary=nova-compute", 200)["services"]
         return any(service["state"] == "up" for service in listed)
 
+    def compute_in_placement() -> bool:
+        providers = admin.call("GET", "placement", "/resource_providers", 200)["resource_providers"]
+        for provider in providers:
+            path = f"/resource_providers/{provider['uuid']}/inventories"
+            if "VCPU" in admin.call("GET", "placement", path, 200)["inventories"]:
+                return True
+        return False
+
     def volume_up() -> bool:
         path = f"/v3/{admin.project_id}/os-services?binary=cinder-volume"
         listed = admin.call("GET", "cinder", path, 200)["services"]
         return any(service["state"] == "up" for service in listed)
 
+    def volume_pool_scheduled() -> bool:
+        path = f"/v3/{admin.project_id}/scheduler-stats/get_pools"
+        return bool(admin.call("GET", "cinder", path, 200)["pools"])
+
     _until("nova-compute did not report up (logs/nova-compute.log)", deadline, compute_up)
+    _until(
+        "nova-compute put no resource provider with VCPU into placement (logs/nova-compute.log)",
+        deadline, compute_in_placement,
+    )  # fmt: skip
     nova_conf = str(admin.layout.etc / "nova" / "nova.conf")
     done = subprocess.run(
         [admin.layout.bin("nova-manage"), "--config-file", nova_conf, "cell_v2", "discover_hosts",
@@ -63,6 +86,10 @@ def wait_for_backends(admin: Admin, deadline: float) -> None:
             f"nova-manage cell_v2 discover_hosts failed: {done.stdout[-200:]}{done.stderr[-200:]}"
         )
     _until("cinder-volume did not report up (logs/cinder-volume.log)", deadline, volume_up)
+    _until(
+        "cinder-scheduler lists no pool of the volume backend (logs/cinder-scheduler.log)",
+        deadline, volume_pool_scheduled,
+    )  # fmt: skip
 
 
 def make_resources(admin: Admin) -> dict[str, str]:
