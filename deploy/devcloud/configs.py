@@ -179,9 +179,11 @@ def cinder(layout: Layout, password: str) -> Sections:
         "api_paste_config": str(layout.etc / "cinder" / "api-paste.ini"),
         "osapi_volume_workers": "1",
         # The backend's capabilities reach a scheduler that missed its start-up fanout on the next
-        # stats period: 10 s instead of 60 keeps a start from waiting a minute for it.
+        # stats period: every 10 s from the start instead of every 60 s after a random delay of up
+        # to 60, so a start does not wait a minute or two for them.
         "backend_stats_polling_interval": "10",
         "periodic_interval": "10",
+        "periodic_fuzzy_delay": "0",
     }
     sections["fake"] = {
         "volume_driver": "cinder.tests.fake_driver.FakeLoggingVolumeDriver",
