@@ -202,7 +202,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="three short rounds at 16 connections (CI)")
     parser.add_argument("--events", type=int, default=0, help="events to fill (default 50,000; quick 2,000)")
-    parser.add_argument("--rounds", type=int, default=0, help="rounds (default 3; quick 2)")
+    parser.add_argument("--rounds", type=int, default=0, help="rounds (default 3)")
     parser.add_argument("--seconds", type=float, default=0.0, help="measured seconds per run (3; quick 1)")
     parser.add_argument("--connections", default="", help="comma-separated (default 4,16,64; quick 16)")
     parser.add_argument("--client-procs", type=int, default=1, help="load processes (default 1)")

@@ -94,7 +94,9 @@ def restart(layout: Layout, names: list[str], say: Any) -> None:
     if not status(layout)["whole"]:
         raise DevcloudError("no running cloud to restart programs of (scripts/devcloud start)")
     programs = {
-        program.name: program for program in processes.services(layout) if program.name not in UNRESTARTABLE
+        name: program
+        for name, program in processes.services_by_name(layout).items()
+        if name not in UNRESTARTABLE
     }
     for name in names:
         if name in UNRESTARTABLE:

@@ -83,6 +83,10 @@ def services(layout: Layout) -> list[Program]:
     ]  # fmt: skip
 
 
+def services_by_name(layout: Layout) -> dict[str, Program]:
+    return {program.name: program for program in services(layout)}
+
+
 def start(layout: Layout, program: Program) -> int:
     layout.logs.mkdir(parents=True, exist_ok=True)
     layout.run.mkdir(parents=True, exist_ok=True)

@@ -46,6 +46,13 @@ def _until(what: str, deadline: float, check: Callable[[], bool]) -> None:
         time.sleep(1.0)
 
 
+def volume_pools(admin: Admin) -> list[dict[str, Any]]:
+    """The pools cinder-scheduler knows of: empty until it has heard a backend's capabilities."""
+    path = f"/v3/{admin.project_id}/scheduler-stats/get_pools"
+    pools: list[dict[str, Any]] = admin.call("GET", "cinder", path, 200)["pools"]
+    return pools
+
+
 def wait_for_backends(admin: Admin, deadline: float) -> None:
     """nova-compute and cinder-volume up, the compute host mapped into cell1."""
 
@@ -66,10 +73,6 @@ def wait_for_backends(admin: Admin, deadline: float) -> None:
         listed = admin.call("GET", "cinder", path, 200)["services"]
         return any(service["state"] == "up" for service in listed)
 
-    def volume_pool_scheduled() -> bool:
-        path = f"/v3/{admin.project_id}/scheduler-stats/get_pools"
-        return bool(admin.call("GET", "cinder", path, 200)["pools"])
-
     _until("nova-compute did not report up (logs/nova-compute.log)", deadline, compute_up)
     _until(
         "nova-compute put no resource provider with VCPU into placement (logs/nova-compute.log)",
@@ -88,7 +91,7 @@ def wait_for_backends(admin: Admin, deadline: float) -> None:
     _until("cinder-volume did not report up (logs/cinder-volume.log)", deadline, volume_up)
     _until(
         "cinder-scheduler lists no pool of the volume backend (logs/cinder-scheduler.log)",
-        deadline, volume_pool_scheduled,
+        deadline, lambda: bool(volume_pools(admin)),
     )  # fmt: skip
 
 

@@ -57,26 +57,16 @@ def _volume_frozen_after_its_announcement(layout: Layout) -> int | None:
     """cinder-volume started alone and frozen (SIGSTOP) once it announced, before it consumes; its
     pid, or None when it was already consuming (the freeze came late: the caller tries again)."""
     offset = (layout.logs / "cinder-volume.log").stat().st_size
-    pid = processes.start(layout, processes_by_name(layout)["cinder-volume"])
+    pid = processes.start(layout, processes.services_by_name(layout)["cinder-volume"])
     deadline = time.monotonic() + 120
-    while ANNOUNCED not in (logged := _logged_since(layout, "cinder-volume", offset)):
+    while ANNOUNCED not in _logged_since(layout, "cinder-volume", offset):
         assert time.monotonic() < deadline, f"cinder-volume never logged {ANNOUNCED!r}"
         time.sleep(0.005)
     os.killpg(pid, signal.SIGSTOP)
-    if CONSUMING in _logged_since(layout, "cinder-volume", offset) or CONSUMING in logged:
+    if CONSUMING in _logged_since(layout, "cinder-volume", offset):
         os.killpg(pid, signal.SIGCONT)
         return None
     return pid
-
-
-def processes_by_name(layout: Layout) -> dict[str, processes.Program]:
-    return {program.name: program for program in processes.services(layout)}
-
-
-def _pools(admin: resources.Admin) -> list[dict[str, Any]]:
-    path = f"/v3/{admin.project_id}/scheduler-stats/get_pools"
-    pools: list[dict[str, Any]] = admin.call("GET", "cinder", path, 200)["pools"]
-    return pools
 
 
 @pytest.fixture(scope="module")
@@ -92,10 +82,10 @@ def test_a_scheduler_that_missed_the_backends_announcement_hears_it_before_ready
     try:
         waited = _ready_after_a_missed_announcement(layout, admin)
     finally:
-        for name, program in processes_by_name(layout).items():
+        for name, program in processes.services_by_name(layout).items():
             if name.startswith("cinder-") and processes.exited(layout, name):
                 processes.start(layout, program)  # what a failed staging stopped: the cloud whole again
-    assert _pools(admin), "ready, yet the scheduler lists no pool"
+    assert resources.volume_pools(admin), "ready, yet the scheduler lists no pool"
     volume = tenant.conn.block_storage.create_volume(name="ready-after-a-missed-announcement", size=1)
     reached = tenant.conn.block_storage.wait_for_status(volume, status="available", wait=120)
     assert reached.status == "available"
@@ -115,11 +105,13 @@ def _ready_after_a_missed_announcement(layout: Layout, admin: resources.Admin) -
             break
     assert frozen is not None, "cinder-volume consumed before it could be frozen, three times"
     try:
-        processes.start(layout, processes_by_name(layout)["cinder-scheduler"])
+        processes.start(layout, processes.services_by_name(layout)["cinder-scheduler"])
         # get_pools is a call to the scheduler (it waits in the scheduler's queue until it consumes):
         # answered, the scheduler has asked the backends for their capabilities, into no queue of
         # the frozen volume's.
-        assert _pools(admin) == [], "the staging failed: the scheduler heard the frozen volume"
+        assert resources.volume_pools(admin) == [], (
+            "the staging failed: the scheduler heard the frozen volume"
+        )
     finally:
         os.killpg(frozen, signal.SIGCONT)
     thawed = time.monotonic()
