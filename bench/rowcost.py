@@ -87,6 +87,8 @@ def drop(indexes: Sequence[str]) -> tuple[str, ...]:
     return tuple(f"DROP INDEX {index}" for index in indexes)
 
 
+# A batch written by a statement of its own (COPY, the event insert), on its connection, received at.
+WriteBatch = Callable[[psycopg.AsyncConnection[Any], Sequence[Event], datetime], Awaitable[None]]
 # Each ingest path's DDL after the migration (None: not the store's batch).
 PATHS: dict[str, tuple[str, ...] | None] = {
     "ingest": (),
@@ -175,49 +177,46 @@ def copy_row(event: Event, at: datetime) -> tuple[Any, ...]:
     )
 
 
-async def copy_cost(url: str, events: list[Event], warm: list[Event], batch: int) -> tuple[float, float]:
+async def copy_batch(conn: psycopg.AsyncConnection[Any], items: Sequence[Event], at: datetime) -> None:
+    async with (
+        conn.transaction(),
+        conn.cursor() as cur,
+        cur.copy(f"COPY events ({COPY_COLUMNS}) FROM STDIN") as copy,
+    ):
+        for event in items:
+            await copy.write_row(copy_row(event, at))
+
+
+async def insert_batch(conn: psycopg.AsyncConnection[Any], items: Sequence[Event], at: datetime) -> None:
+    async with conn.transaction():
+        columns = event_columns(items)
+        await (await conn.execute(INSERT_EVENTS, [at, *columns], binary=True)).fetchall()
+
+
+async def statement_cost(
+    url: str, write: WriteBatch, events: list[Event], warm: list[Event], batch: int
+) -> tuple[float, float]:
+    """``write`` on a connection of its own to the migrated database, a batch at a time."""
     async with open_store(url) as store:
         await store.migrate_up()
     at = datetime.now(UTC)
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
 
-        async def copy_all(items: list[Event]) -> None:
+        async def write_all(items: list[Event]) -> None:
             for start in range(0, len(items), batch):
-                async with (
-                    conn.transaction(),
-                    conn.cursor() as cur,
-                    cur.copy(f"COPY events ({COPY_COLUMNS}) FROM STDIN") as copy,
-                ):
-                    for event in items[start : start + batch]:
-                        await copy.write_row(copy_row(event, at))
+                await write(conn, items[start : start + batch], at)
 
-        await copy_all(warm)
-        return await backend_cost(conn.info.backend_pid, lambda: copy_all(events))
-
-
-async def insert_cost(url: str, events: list[Event], warm: list[Event], batch: int) -> tuple[float, float]:
-    async with open_store(url) as store:
-        await store.migrate_up()
-    at = datetime.now(UTC)
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-
-        async def insert_all(items: list[Event]) -> None:
-            for start in range(0, len(items), batch):
-                async with conn.transaction():
-                    columns = event_columns(items[start : start + batch])
-                    await (await conn.execute(INSERT_EVENTS, [at, *columns], binary=True)).fetchall()
-
-        await insert_all(warm)
-        return await backend_cost(conn.info.backend_pid, lambda: insert_all(events))
+        await write_all(warm)
+        return await backend_cost(conn.info.backend_pid, lambda: write_all(events))
 
 
 async def measure(path: str, events: list[Event], warm: list[Event], batch: int) -> tuple[float, float]:
     with scratch_database(PG_ADMIN, "tally_bench_rowcost") as (_, url):
         ddl = PATHS[path]
         if path == "COPY":
-            return await copy_cost(url, events, warm, batch)
+            return await statement_cost(url, copy_batch, events, warm, batch)
         if ddl is None:
-            return await insert_cost(url, events, warm, batch)
+            return await statement_cost(url, insert_batch, events, warm, batch)
         return await ingest_cost(url, ddl, events, warm, batch)
 
 
