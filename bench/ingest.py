@@ -43,6 +43,7 @@ import anyio
 import orjson
 import psycopg
 
+from bench.procstat import cpu_seconds
 from bench.scratch_db import scratch_database
 from tally.app import ingest_pipeline
 from tally.cli import tune_garbage_collector
@@ -207,12 +208,6 @@ async def ingest_direct(
     return await timed(lambda: run(events))
 
 
-def _process_cpu(pid: int) -> float:
-    """CPU seconds (user + system) a process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 class Measured:
     """Wall seconds of a path and the CPU it cost: this process (the server, or the COPY/executemany
     client), the PostgreSQL backend serving its one connection, and the HTTP client process. A busy
@@ -231,14 +226,14 @@ async def cpu_of(
 
     def start() -> None:
         since["own"] = time.process_time()
-        since["server"] = _process_cpu(backend_pid) if backend_pid else 0.0
+        since["server"] = cpu_seconds(backend_pid) if backend_pid else 0.0
 
     start()
     seconds, client = await run(start)
     return Measured(
         seconds,
         time.process_time() - since["own"],
-        (_process_cpu(backend_pid) - since["server"]) if backend_pid else 0.0,
+        (cpu_seconds(backend_pid) - since["server"]) if backend_pid else 0.0,
         client,
     )
 

@@ -43,6 +43,8 @@ from typing import Any
 import anyio
 import yaml
 
+from bench.procstat import cpu_seconds
+
 T0 = datetime(2026, 7, 1, tzinfo=UTC)
 T_END = datetime(2026, 8, 1, tzinfo=UTC)
 T1 = datetime(2026, 7, 20, tzinfo=UTC)  # the first sync
@@ -107,10 +109,9 @@ def build_world(scale: float) -> Any:
 def cpu_seconds_of(pid: int) -> float | None:
     """User and system CPU seconds of process ``pid`` so far (Linux's /proc), None where unreadable."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return cpu_seconds(pid)
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_mib() -> float:

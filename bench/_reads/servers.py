@@ -21,6 +21,7 @@ import psycopg
 
 from bench._reads import WARMUP_S
 from bench._reads.load import load
+from bench.procstat import cpu_seconds
 
 DAEMON_START_S = 180  # 60 s was too short for the daemon and its worker at load 10 on two cores
 
@@ -38,10 +39,9 @@ class Measured:
 
 def _cpu_seconds(pid: int) -> float:
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return cpu_seconds(pid)
     except (FileNotFoundError, ProcessLookupError):
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _backend_cpu(admin: psycopg.Connection[Any], database: str) -> dict[int, float]:
