@@ -44,7 +44,9 @@ import statistics
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +54,14 @@ import anyio
 import orjson
 import psycopg
 
+from bench.procstat import cpu_seconds
 from bench.scratch_db import scratch_database
 from tally.cli import tune_garbage_collector
 from tally.core import Event, format_instant, parse_event
 from tally.store import open_store
 from tally.store._pg_arrays import event_columns
 from tally.store._pg_batch import INSERT_EVENTS
+from tally.store._sql_text import EVENT_SELECT
 
 PG_ADMIN = os.environ.get("TALLY_BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 WARMUP = 1000
@@ -77,10 +81,6 @@ PROJECTION_INDEXES = (
     "current_resources_type_state_idx",
     "current_resources_live_idx",
 )
-COPY_COLUMNS = (
-    "event_id, timestamp, received_at, event_type, platform, cloud, resource_type, resource_id, project_id, "
-    "source, payload"
-)
 
 
 def drop(indexes: Sequence[str]) -> tuple[str, ...]:
@@ -89,14 +89,17 @@ def drop(indexes: Sequence[str]) -> tuple[str, ...]:
 
 # A batch written by a statement of its own (COPY, the event insert), on its connection, received at.
 WriteBatch = Callable[[psycopg.AsyncConnection[Any], Sequence[Event], datetime], Awaitable[None]]
-# Each ingest path's DDL after the migration (None: not the store's batch).
-PATHS: dict[str, tuple[str, ...] | None] = {
-    "ingest": (),
-    "ingest, events' secondary indexes dropped": drop(EVENT_INDEXES),
-    "ingest, projection's secondary indexes dropped": drop(PROJECTION_INDEXES),
-    "event insert alone": None,
-    "COPY": None,
-}
+# A path's measure: (url, events, warm-up, batch size) to (wall seconds, the backend's CPU seconds).
+Measure = Callable[[str, list[Event], list[Event], int], Awaitable[tuple[float, float]]]
+
+
+@dataclass(frozen=True, slots=True)
+class WritePath:
+    """One way of storing the events: its label, its ``RATIO`` line's name, how it is measured."""
+
+    label: str
+    ratio: str
+    measure: Measure
 
 
 def corrections(count: int, first: int = 0) -> list[Event]:
@@ -129,22 +132,17 @@ def corrections(count: int, first: int = 0) -> list[Event]:
     return events
 
 
-def process_cpu(pid: int) -> float:
-    """CPU seconds (user + system) a process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def backend_cost(pid: int, work: Callable[[], Awaitable[None]]) -> tuple[float, float]:
     """Wall seconds of ``work`` and the CPU seconds backend ``pid`` spent meanwhile."""
-    cpu, began = process_cpu(pid), time.perf_counter()
+    cpu, began = cpu_seconds(pid), time.perf_counter()
     await work()
-    return time.perf_counter() - began, process_cpu(pid) - cpu
+    return time.perf_counter() - began, cpu_seconds(pid) - cpu
 
 
 async def ingest_cost(
-    url: str, ddl: Sequence[str], events: list[Event], warm: list[Event], batch: int
+    ddl: Sequence[str], url: str, events: list[Event], warm: list[Event], batch: int
 ) -> tuple[float, float]:
+    """The store's batch, after ``ddl`` on the migrated database."""
     async with open_store(url, max_conns=1) as store:
         await store.migrate_up()
         with psycopg.connect(url, autocommit=True) as conn:
@@ -181,7 +179,7 @@ async def copy_batch(conn: psycopg.AsyncConnection[Any], items: Sequence[Event],
     async with (
         conn.transaction(),
         conn.cursor() as cur,
-        cur.copy(f"COPY events ({COPY_COLUMNS}) FROM STDIN") as copy,
+        cur.copy(f"COPY events ({EVENT_SELECT}) FROM STDIN") as copy,
     ):
         for event in items:
             await copy.write_row(copy_row(event, at))
@@ -194,7 +192,7 @@ async def insert_batch(conn: psycopg.AsyncConnection[Any], items: Sequence[Event
 
 
 async def statement_cost(
-    url: str, write: WriteBatch, events: list[Event], warm: list[Event], batch: int
+    write: WriteBatch, url: str, events: list[Event], warm: list[Event], batch: int
 ) -> tuple[float, float]:
     """``write`` on a connection of its own to the migrated database, a batch at a time."""
     async with open_store(url) as store:
@@ -210,46 +208,51 @@ async def statement_cost(
         return await backend_cost(conn.info.backend_pid, lambda: write_all(events))
 
 
-async def measure(path: str, events: list[Event], warm: list[Event], batch: int) -> tuple[float, float]:
+PATHS = (
+    WritePath("ingest", "ingest", partial(ingest_cost, ())),
+    WritePath(
+        "ingest, events' secondary indexes dropped",
+        "ingest_events_pk_only",
+        partial(ingest_cost, drop(EVENT_INDEXES)),
+    ),
+    WritePath(
+        "ingest, projection's secondary indexes dropped",
+        "ingest_projection_pk_only",
+        partial(ingest_cost, drop(PROJECTION_INDEXES)),
+    ),
+    WritePath("event insert alone", "event_insert", partial(statement_cost, insert_batch)),
+    WritePath("COPY", "copy", partial(statement_cost, copy_batch)),
+)
+INGEST, COPY = PATHS[0], PATHS[-1]
+
+
+async def measure(path: WritePath, events: list[Event], warm: list[Event], batch: int) -> tuple[float, float]:
     with scratch_database(PG_ADMIN, "tally_bench_rowcost") as (_, url):
-        ddl = PATHS[path]
-        if path == "COPY":
-            return await statement_cost(url, copy_batch, events, warm, batch)
-        if ddl is None:
-            return await statement_cost(url, insert_batch, events, warm, batch)
-        return await ingest_cost(url, ddl, events, warm, batch)
+        return await path.measure(url, events, warm, batch)
 
 
 async def main(args: argparse.Namespace) -> int:
     events = corrections(args.events)
     warm = corrections(WARMUP, first=args.events)
-    costs: dict[str, list[float]] = {path: [] for path in PATHS}
-    walls: dict[str, list[float]] = {path: [] for path in PATHS}
+    costs: dict[WritePath, list[float]] = {path: [] for path in PATHS}
     print(f"rowcost: {args.events} events, batches of {args.batch}, {args.rounds} round(s), load {load()}")
     print(f"{'round':>5}  {'path':<48} {'seconds':>8} {'backend us/ev':>14}")
     for round_ in range(1, args.rounds + 1):
-        order = list(PATHS) if round_ % 2 else list(reversed(PATHS))
-        for path in order:
+        for path in PATHS if round_ % 2 else reversed(PATHS):
             seconds, cpu = await measure(path, events, warm, args.batch)
             costs[path].append(cpu / len(events) * 1e6)
-            walls[path].append(seconds)
-            print(f"{round_:>5}  {path:<48} {seconds:>8.2f} {costs[path][-1]:>14.1f}", flush=True)
-    floor = statistics.median(costs["COPY"])
+            print(f"{round_:>5}  {path.label:<48} {seconds:>8.2f} {costs[path][-1]:>14.1f}", flush=True)
+    medians = {path: statistics.median(costs[path]) for path in PATHS}
+    floor = medians[COPY]
     print("medians: backend CPU per event (us), and against COPY's")
-    for path in PATHS:
-        cost = statistics.median(costs[path])
-        print(f"  {path:<48} {cost:>7.1f}  {cost / floor:>5.2f} x")
-    names = {
-        "ingest": "ingest",
-        "ingest, events' secondary indexes dropped": "ingest_events_pk_only",
-        "ingest, projection's secondary indexes dropped": "ingest_projection_pk_only",
-        "event insert alone": "event_insert",
-    }
-    for path, name in names.items():
-        print(f"RATIO rowcost_{name}_backend_vs_copy={statistics.median(costs[path]) / floor:.2f}")
+    for path, cost in medians.items():
+        print(f"  {path.label:<48} {cost:>7.1f}  {cost / floor:>5.2f} x")
+    for path, cost in medians.items():
+        if path is not COPY:
+            print(f"RATIO rowcost_{path.ratio}_backend_vs_copy={cost / floor:.2f}")
     print(f"RATIO rowcost_copy_backend_us_per_event={floor:.1f}")
     print(f"load {load()} at the end")
-    ratio = statistics.median(costs["ingest"]) / floor
+    ratio = medians[INGEST] / floor
     if ratio > args.ceiling:
         print(f"TARGET MISSED: the ingest path's backend at {ratio:.2f} x COPY's, above {args.ceiling}")
         return 1
