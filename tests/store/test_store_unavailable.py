@@ -36,6 +36,31 @@ async def test_a_session_ended_under_the_pool_fails_one_call_and_the_next_reconn
         assert not (await store.schema_status()).behind
 
 
+async def test_the_servers_word_that_it_ended_the_session_is_a_lost_connection_before_libpq_sees_it_close(
+    pg_schema_url: str,
+) -> None:
+    """A pipeline can read a restart's FATAL (57P01) as a statement's result and then fail to leave
+    pipeline mode on a connection not yet closed: the error raised is that second one, raised while the
+    first was handled. It is the database going away all the same, not a fault with a traceback."""
+    async with open_store(pg_schema_url, max_conns=1) as store:
+        await store.migrate_up()
+        with pytest.raises(
+            StoreUnavailable, match="the database connection was lost: terminating connection due to admin"
+        ):
+            async with store.seam._connection() as conn:  # type: ignore[attr-defined]
+                assert not conn.closed
+                try:  # as psycopg's pipeline leaves: the second error raised in a ``finally``
+                    raise psycopg.errors.AdminShutdown("terminating connection due to administrator command")
+                finally:
+                    raise psycopg.OperationalError("cannot exit pipeline mode with uncollected results")
+        # A statement the server cancelled leaves the session alive: that error is the caller's own.
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            async with store.seam._connection() as conn:  # type: ignore[attr-defined]
+                await conn.execute("SET statement_timeout = '10ms'")
+                await conn.execute("SELECT pg_sleep(1)")
+        assert not (await store.schema_status()).behind
+
+
 async def test_after_a_lost_session_the_next_call_draws_no_other_dead_one(pg_schema_url: str) -> None:
     """A restart kills every pooled session at once: the first call to find one dead fails, and has the
     pool check the others, so the next call gets a live connection rather than the next dead one."""

@@ -59,9 +59,29 @@ def one_line(message: object) -> str:
 
 
 def lost_connection(exc: BaseException, conn: Any) -> StoreUnavailable | None:
-    """A ``StoreUnavailable`` for ``exc`` when it left ``conn`` closed (the session is gone), else None."""
-    if isinstance(exc, psycopg.OperationalError) and getattr(conn, "closed", False):
-        return StoreUnavailable(f"the database connection was lost: {one_line(exc)}")
+    """A ``StoreUnavailable`` for ``exc`` when the session is gone (``conn`` closed, or the server said it
+    ended the session), else None."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return None
+    ended = _ended_by_server(exc)
+    if ended is None and not getattr(conn, "closed", False):
+        return None
+    return StoreUnavailable(f"the database connection was lost: {one_line(ended or exc)}")
+
+
+def _ended_by_server(exc: BaseException) -> psycopg.Error | None:
+    """The server's own word that it ended the session, in ``exc`` or the errors it was raised from:
+    SQLSTATE class 08 (connection exception) or 57P (shutting down, a terminated backend). A pipeline
+    can read that FATAL as a statement's result, then fail to leave pipeline mode on a connection it has
+    not yet seen close: the error raised is then the second one, its connection not yet ``closed``."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        state = getattr(current, "sqlstate", None) or ""
+        if isinstance(current, psycopg.Error) and state.startswith(("08", "57P")):
+            return current
+        current = current.__cause__ or current.__context__
     return None
 
 
