@@ -50,7 +50,7 @@ import aio_pika
 import anyio
 import httpx
 
-from bench.replicas import AMQP, free_port, own_vhost
+from bench.replica_nodes import AMQP, free_port, own_vhost
 
 OVERSIZED_EVERY = 500
 OVERSIZED_BYTES = 1_200_000  # over the collector's 1 MiB limit: refused from the content header on

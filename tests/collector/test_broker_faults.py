@@ -4,7 +4,9 @@ A service publishes through oslo.messaging's own Notifier, with OpenStack's defa
 exchanges, ``retry=-1``), in a process of its own; the collector runs here. The broker is then
 restarted (which deletes non-durable exchanges and their bindings), frozen (SIGSTOP), put under a
 memory alarm, and has the collector's queue deleted under it (``basic.cancel``). Each time: every
-notification published arrives, and the collector is still running.
+notification published arrives, and the collector is still running. What the Notifier itself gave up
+on (it logs "Could not send notification" and drops it: seen once in 9,000 across three restarts) was
+never published; the publisher names those, and more than 1% of them fails the test.
 
 With non-durable exchanges a service whose retry lands between the node opening its port and the
 collector's binding publishes into nothing: that loss is physical, so the restart test holds the
@@ -121,22 +123,35 @@ async def _settled(sink: MemorySink, count: int) -> None:
 
 
 @asynccontextmanager
-async def _publishing(url: str, exchange: str, count: int, rate: float) -> AsyncIterator[Any]:
-    """The oslo publisher as a process; waits for it to have published everything on exit. Its log
-    goes to ``PUBLISHER_LOG``."""
+async def _publishing(
+    url: str, exchange: str, count: int, rate: float, dropped: set[str]
+) -> AsyncIterator[Any]:
+    """The oslo publisher as a process; waits for it to have published everything on exit, and adds
+    to ``dropped`` the resources whose notification its Notifier gave up on (never published). Its
+    log goes to ``PUBLISHER_LOG``."""
     command = [sys.executable, str(PUBLISHER), url.replace("amqp://", "rabbit://", 1), exchange]
     with PUBLISHER_LOG.open("ab") as log:
         process = await anyio.open_process([*command, str(count), str(rate)], stderr=log)
     try:
         yield process
         with anyio.fail_after(180):
+            said = b"".join([chunk async for chunk in process.stdout]).decode()
             await process.wait()
         assert process.returncode == 0
+        dropped.update(line.split()[1] for line in said.splitlines() if line.startswith("dropped "))
     finally:
         if process.returncode is None:
             process.kill()
             with anyio.CancelScope(shield=True):
                 await process.wait()
+
+
+def _published(count: int, dropped: set[str]) -> set[str]:
+    """The resources published: all but those the Notifier gave up on, which the service never sent
+    (oslo_publisher.py). More than 1% of them is the publisher broken, not a restart's race."""
+    print(f"the Notifier gave up on {len(dropped)} of {count}: {sorted(dropped)[:5]}")
+    assert len(dropped) <= count // 100, f"the Notifier gave up on {len(dropped)} of {count}"
+    return {f"vm-{n}" for n in range(count)} - dropped
 
 
 async def _restarting(node: BrokerNode, sink: MemorySink, publisher: Any) -> int:
@@ -163,12 +178,13 @@ async def test_broker_restarts_with_non_durable_exchanges_lose_nothing_the_colle
     count = 3000 * RESTARTS
     lost_before = _metric("tally_collector_connections_lost_total")
     races_before = _metric("tally_collector_rebind_races_total", exchange="nova")
+    dropped: set[str] = set()
     async with collecting(tmp_path, url, "nova") as (sink, _):
-        async with _publishing(url, "nova", count, 150) as publisher:
+        async with _publishing(url, "nova", count, 150, dropped) as publisher:
             restarted = await _restarting(node, sink, publisher)
         await _settled(sink, count)
     assert restarted == RESTARTS, "the publisher finished before every restart was done"
-    missing = {f"vm-{n}" for n in range(count)} - _resources(sink)
+    missing = _published(count, dropped) - _resources(sink)
     races = _metric("tally_collector_rebind_races_total", exchange="nova") - races_before
     print(f"{len(missing)} of {count} lost across {RESTARTS} restarts, {races:.0f} races counted")
     assert races <= RESTARTS
@@ -185,12 +201,13 @@ async def test_broker_restarts_lose_nothing_when_the_broker_loads_the_definition
     count = 3000 * RESTARTS
     races_before = _metric("tally_collector_rebind_races_total", exchange="nova")
     over = {"osc_queue_name": DEFINED_QUEUE, "osc_topics": TOPICS, "osc_broker_definitions": True}
+    dropped: set[str] = set()
     async with collecting(tmp_path, url, "nova", **over) as (sink, _):
-        async with _publishing(url, "nova", count, 150) as publisher:
+        async with _publishing(url, "nova", count, 150, dropped) as publisher:
             restarted = await _restarting(defined_node, sink, publisher)
         await _settled(sink, count)
     assert restarted == RESTARTS, "the publisher finished before every restart was done"
-    missing = {f"vm-{n}" for n in range(count)} - _resources(sink)
+    missing = _published(count, dropped) - _resources(sink)
     assert not missing, f"{len(missing)} of {count} lost across {RESTARTS} restarts"
     assert _metric("tally_collector_rebind_races_total", exchange="nova") == races_before
 
@@ -230,8 +247,9 @@ async def test_a_frozen_broker_costs_a_reconnect_and_nothing_else(
     count = 1500
     lost_before = _metric("tally_collector_connections_lost_total")
     races_before = _metric("tally_collector_rebind_races_total", exchange="nova")
+    dropped: set[str] = set()
     async with collecting(tmp_path, url + "?heartbeat=2&connect_timeout=2", "nova") as (sink, collector):
-        async with _publishing(url, "nova", count, 150):
+        async with _publishing(url, "nova", count, 150, dropped):
             await wait_for(lambda: len(sink.events) >= 100, within=60)
             node.freeze()
             try:
@@ -242,7 +260,7 @@ async def test_a_frozen_broker_costs_a_reconnect_and_nothing_else(
                 node.thaw()
         await _settled(sink, count)
         assert collector.broker_problem() is None
-    assert _resources(sink) == {f"vm-{n}" for n in range(count)}
+    assert _resources(sink) == _published(count, dropped)
     assert _metric("tally_collector_connections_lost_total") > lost_before
     assert _metric("tally_collector_rebind_races_total", exchange="nova") == races_before
 
@@ -252,8 +270,9 @@ async def test_a_memory_alarm_blocks_the_publisher_and_the_collector_goes_on(
 ) -> None:
     url = node.vhost_url(vhost)
     count = 900
+    dropped: set[str] = set()
     async with collecting(tmp_path, url, "nova") as (sink, collector):
-        async with _publishing(url, "nova", count, 150):
+        async with _publishing(url, "nova", count, 150, dropped):
             await wait_for(lambda: len(sink.events) >= 100, within=60)
             node.ctl("set_vm_memory_high_watermark", "0.0000001")
             try:
@@ -264,7 +283,7 @@ async def test_a_memory_alarm_blocks_the_publisher_and_the_collector_goes_on(
             finally:
                 node.ctl("set_vm_memory_high_watermark", "0.4")
         await _settled(sink, count)
-    assert _resources(sink) == {f"vm-{n}" for n in range(count)}
+    assert _resources(sink) == _published(count, dropped)
 
 
 async def test_a_cancelled_consumer_and_a_closed_channel_are_consumed_again(
@@ -284,7 +303,8 @@ async def test_a_cancelled_consumer_and_a_closed_channel_are_consumed_again(
         await collector._source._connection.ack(10**9)
         await wait_for(lambda: _metric("tally_collector_connections_lost_total") > lost_before + 1, within=10)
         await wait_for(lambda: collector.broker_problem() is None, within=5)
-        async with _publishing(url, "nova", 300, 300):
+        dropped: set[str] = set()
+        async with _publishing(url, "nova", 300, 300, dropped):
             pass
         await _settled(sink, 300)
-    assert _resources(sink) == {f"vm-{n}" for n in range(300)}
+    assert _resources(sink) == _published(300, dropped)

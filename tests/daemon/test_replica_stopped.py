@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 import pytest
 import yaml
-from bench.replicas import Replica, fake_cloud
+from bench.replica_nodes import Replica, fake_cloud
 from daemon_support import daemon_env, free_port
 
 from tally.simulation.simulate import write_cloud_files

@@ -2,7 +2,7 @@
 
 One daemon on a PostgreSQL node of the test's own (``tally.testing.pg_node``) and a vhost of its own,
 two clouds of the fake cloud on a 4 s interval, a service publishing through oslo.messaging's own
-Notifier (``bench.replicas`` gives the daemon's settings, the fake cloud and the counts, as for the
+Notifier (``bench.replica_nodes`` gives the daemon's settings, the fake cloud and the counts, as for the
 replicas test). While it publishes the node is restarted with ``pg_ctl restart -m fast`` in the middle
 of a sync, and later stopped, left down a few seconds and started. Meanwhile ``/readyz`` and the
 Reporting API are asked every few hundred milliseconds. Then: every notification stored once, the
@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from bench.replicas import (
+from bench.replica_nodes import (
     NOTIFY_CLOUD,
     PUBLISHER,
     Replica,
