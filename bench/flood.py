@@ -50,7 +50,7 @@ import aio_pika
 import anyio
 import httpx
 
-from bench.replica_nodes import AMQP, free_port, own_vhost
+from bench.replica_nodes import AMQP, free_port, kill_if_running, own_vhost, wait_ready
 
 OVERSIZED_EVERY = 500
 OVERSIZED_BYTES = 1_200_000  # over the collector's 1 MiB limit: refused from the content header on
@@ -282,21 +282,6 @@ def daemon_env(work: Path, amqp_url: str, exchange: str, queue: str) -> dict[str
     }
 
 
-def wait_ready(base_url: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"tally run exited with {proc.returncode}")
-        try:
-            if httpx.get(f"{base_url}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"tally run not ready within {START_TIMEOUT_S:g} s")
-        time.sleep(0.1)
-
-
 def stored(state: Path) -> tuple[int, int]:
     with sqlite3.connect(state / "tally.sqlite3") as db:
         total, distinct = db.execute(
@@ -324,8 +309,8 @@ def start_daemon(
     proc = subprocess.Popen(
         [sys.executable, "-m", "tally", "run"], env=env, stdout=subprocess.DEVNULL, stderr=log
     )
-    stack.callback(lambda: proc.poll() is None and proc.kill())
-    wait_ready(base_url, proc)
+    stack.callback(kill_if_running, proc)
+    wait_ready(base_url, proc, START_TIMEOUT_S, "tally run")
     return proc, base_url
 
 

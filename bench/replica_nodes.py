@@ -105,6 +105,30 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def kill_if_running(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL ``process`` unless it has ended, and reap it (a run's cleanup)."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+def wait_ready(base_url: str, proc: subprocess.Popen[bytes], timeout_s: float, who: str) -> None:
+    """Until ``tally run``'s ``/readyz`` answers 200; ``RuntimeError`` naming ``who`` if the process
+    exits first or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{who} exited with {proc.returncode}")
+        try:
+            if httpx.get(f"{base_url}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{who} not ready within {timeout_s:g} s")
+        time.sleep(0.1)
+
+
 class Replica:
     """One ``tally run`` on a state directory of its own; every incarnation logs to the same file."""
 
@@ -130,19 +154,8 @@ class Replica:
 
     def wait_ready(self, timeout_s: float = 90.0) -> None:
         """Until ``/readyz`` answers 200: the store migrated, the collector consuming."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"replica {self.index} exited with {self.proc.returncode}: see {self.log}")
-            try:
-                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"replica {self.index} not ready within {timeout_s:g} s: see {self.log}")
-            time.sleep(0.1)
+        assert self.proc is not None
+        wait_ready(self.url, self.proc, timeout_s, f"replica {self.index} (log: {self.log})")
 
     def kill(self) -> None:
         assert self.proc is not None
@@ -151,8 +164,8 @@ class Replica:
 
     def kill_if_running(self) -> None:
         """SIGKILL, if this replica's process still runs (a campaign's cleanup)."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.kill()
+        if self.proc is not None:
+            kill_if_running(self.proc)
 
     def stop(self) -> int:
         """SIGTERM and the drain; the exit code."""

@@ -63,6 +63,7 @@ from bench.replica_nodes import (
     Replica,
     delete_queue,
     fake_cloud,
+    kill_if_running,
     own_vhost,
     replica_env,
     wait_until,
@@ -145,11 +146,6 @@ def kill_mid_sync(
         return None
     found[0][0].kill()
     return found[0]
-
-
-def kill_if_running(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.kill()
 
 
 def note_end(process: subprocess.Popen[bytes], into: list[float]) -> None:
