@@ -297,8 +297,8 @@ async def measure(node: BrokerNode, n: int, prefetch: int, rounds: int, quick: b
     print(f"collector benchmark: {n} notifications, prefetch {prefetch}, {rounds} rounds, load {load:.1f}")
     print(f"{'round':<6}{'via':<6}{'run':<42}{'seconds':>9}{'notif/s':>10}{'cpu s':>8}{'notif/cpu-s':>13}")
     modes = transports(node)
-    rates = {via.name: {key: [] for key, _ in RUNS} for via in modes}
-    cpu_rates = {via.name: {key: [] for key, _ in RUNS} for via in modes}
+    rates: dict[str, dict[str, list[float]]] = {via.name: {key: [] for key, _ in RUNS} for via in modes}
+    cpu_rates: dict[str, dict[str, list[float]]] = {via.name: {key: [] for key, _ in RUNS} for via in modes}
     for number in range(1, rounds + 1):
         for via in modes:
             results = await one_round(node.url, via, n, prefetch)

@@ -35,6 +35,7 @@ import resource
 import statistics
 import sys
 import time
+from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import timedelta
 from typing import Any
 
@@ -70,7 +71,11 @@ FLOOR_PAGE = (
 )
 
 
-async def _floor_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+async def _floor_app(
+    scope: MutableMapping[str, Any],
+    receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+    send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+) -> None:
     """A bare ASGI app: every request answered 200 with :data:`FLOOR_PAGE`."""
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(FLOOR_PAGE))]
     await send({"type": "http.response.start", "status": 200, "headers": headers})

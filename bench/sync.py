@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -157,7 +158,8 @@ def run_one_sync(store_url: str, at: str, cloud: str = CLOUD) -> dict[str, Any]:
     from tally.config import CloudEntry
     from tally.core import parse_instant
     from tally.openstack import OpenStackAdapter
-    from tally.reconcile._run import RunSettings, run_sync
+    from tally.reconcile import RunSettings
+    from tally.reconcile._run import run_sync
     from tally.store import open_store
 
     async def main() -> dict[str, Any]:
@@ -205,7 +207,7 @@ def run_sdk_listing() -> dict[str, Any]:
     import openstack
 
     conn = openstack.connect(cloud="admin")
-    listings = {
+    listings: dict[str, Callable[[], Iterable[Any]]] = {
         "instance": lambda: conn.compute.servers(details=True, all_projects=True),
         "volume": lambda: conn.block_storage.volumes(details=True, all_projects=True),
         "floating_ip": lambda: conn.network.ips(),

@@ -107,7 +107,8 @@ def run_syncs(store_url: str, count: int) -> tuple[dict[str, int], list[float], 
     from tally.app import ingest_pipeline
     from tally.config import CloudEntry
     from tally.openstack import OpenStackAdapter
-    from tally.reconcile._run import RunSettings, run_sync
+    from tally.reconcile import RunSettings
+    from tally.reconcile._run import run_sync
     from tally.store import open_store
 
     async def main() -> tuple[dict[str, int], list[float], float]:
