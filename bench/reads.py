@@ -38,7 +38,7 @@ rounds.
 
 Targets (full mode): at 16 connections, >= 1,000 requests/s, p99 <= 30 ms and >= 0.5 of the floor's
 rate for each listing; ``tally run`` at its default workers >= 0.8 of the floor's rate with a p99 of
-at most 2 x the floor's. ``--quick`` (CI) runs three short rounds at 16 connections on a small
+at most 2 x the floor's. ``--quick`` (CI) runs five short rounds at 16 connections on a small
 database and asserts: the server CPU per page is no more than 1/0.5 of the floor's for the api (the
 floor's CPU per page over the api's >= 0.5; 0.53 to 0.93 in single runs of the lean lane, 0.45 to
 0.48 before it) and 1/0.5 for ``tally run`` at its default workers, whose rate is also at least 0.6 of
@@ -128,7 +128,7 @@ def check_same_pages(servers: Servers, token: str, keystone: str | None) -> int:
 
 def main(args: argparse.Namespace) -> int:
     events = args.events or (2_000 if args.quick else 50_000)
-    rounds = args.rounds or 3
+    rounds = args.rounds or (5 if args.quick else 3)
     seconds = args.seconds or (1.0 if args.quick else 3.0)
     conns_list = [int(c) for c in (args.connections or ("16" if args.quick else "4,16,64")).split(",")]
     print(
@@ -200,9 +200,9 @@ def main(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="three short rounds at 16 connections (CI)")
+    parser.add_argument("--quick", action="store_true", help="five short rounds at 16 connections (CI)")
     parser.add_argument("--events", type=int, default=0, help="events to fill (default 50,000; quick 2,000)")
-    parser.add_argument("--rounds", type=int, default=0, help="rounds (default 3)")
+    parser.add_argument("--rounds", type=int, default=0, help="rounds (default 3; quick 5)")
     parser.add_argument("--seconds", type=float, default=0.0, help="measured seconds per run (3; quick 1)")
     parser.add_argument("--connections", default="", help="comma-separated (default 4,16,64; quick 16)")
     parser.add_argument("--client-procs", type=int, default=1, help="load processes (default 1)")

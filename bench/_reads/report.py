@@ -9,7 +9,7 @@ from bench._reads.servers import Measured
 TARGET_RPS = 1000.0
 TARGET_P99_MS = 30.0
 TARGET_RATIO = 0.5
-# --quick: the floor's CPU per page over the api's, the median of three one-second rounds. Between the
+# --quick: the floor's CPU per page over the api's, the median of five one-second rounds. Between the
 # lean lane's noise on this machine kind and what the api cost before it (docs/benchmarks.md, "reads").
 QUICK_RATIO = 0.5
 KEYSTONE_RATIO = 0.9
